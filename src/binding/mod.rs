@@ -1,0 +1,8 @@
+//! The N-API binding: the only code that knows of Node.
+//!
+//! Each submodule exports one concept to JavaScript. Errors cross as [`error::to_js`] builds them,
+//! and every entry point runs behind [`error::guard`] or `catch_unwind`, so that a Rust panic
+//! reaches JavaScript as an error and never aborts the process.
+
+mod error;
+mod diagnostics;

@@ -1,0 +1,127 @@
+//! The one error type of the engine, and the stable codes JavaScript turns into error classes.
+//!
+//! Every refusal a user can act on is a variant here, with its message word for word as
+//! applications match it (`No session <id>.`, `The session is <status>.`, ...). The binding maps
+//! [`SessionError::code`] to a JavaScript class (`SessionNotFoundError`, ...); nothing else in the
+//! engine builds user-facing error text.
+
+use crate::engine::session::SessionStatus;
+
+/// What went wrong, as users and applications see it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SessionError {
+    /// No session has this id.
+    #[error("No session {session_id}.")]
+    NotFound {
+        /// The id asked for.
+        session_id: String,
+    },
+    /// `create()` with the id of a session that exists.
+    #[error("A session {session_id} already exists.")]
+    AlreadyExists {
+        /// The id of the existing session.
+        session_id: String,
+        /// Its status.
+        status: SessionStatus,
+    },
+    /// The session cannot do it in its status.
+    #[error("{message}")]
+    Conflict {
+        /// The session that refused.
+        session_id: String,
+        /// Its status when it refused.
+        status: SessionStatus,
+        /// Why, word for word: `The session is busy.`, `The session waits for input: ...`.
+        message: String,
+    },
+    /// Every sandbox slot is taken by a session that cannot be suspended to make room.
+    #[error("{capacity} sessions are live, the most the sandboxes take: close or suspend one first.")]
+    Capacity {
+        /// How many sessions the sandboxes take at once.
+        capacity: u32,
+    },
+    /// An argument of the wrong shape.
+    #[error("{message}")]
+    Input {
+        /// The argument, field or path at fault: `message.parts[2].type`.
+        path: String,
+        /// What is wrong with it, naming the path.
+        message: String,
+    },
+    /// `shutdown()` ran: the manager refuses everything.
+    #[error("The session manager is shut down.")]
+    ShutDown,
+    /// Something the application supplied failed: the agent, a sandbox, the store, a hook.
+    #[error("{message}")]
+    Host {
+        /// The error's message.
+        message: String,
+        /// The original JavaScript error, kept by the binding, when there is one.
+        origin: Option<u64>,
+    },
+    /// A failure of the engine itself, a panic among them: a bug, reported rather than crashing.
+    #[error("{message}")]
+    Internal {
+        /// What failed.
+        message: String,
+    },
+}
+
+impl SessionError {
+    /// The stable string code JavaScript maps to an error class.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SessionError::NotFound { .. } => "SESSION_NOT_FOUND",
+            SessionError::AlreadyExists { .. } | SessionError::Conflict { .. } => "SESSION_CONFLICT",
+            SessionError::Capacity { .. } => "SESSION_CAPACITY",
+            SessionError::Input { .. } => "SESSION_INPUT",
+            SessionError::ShutDown => "SESSION_SHUT_DOWN",
+            SessionError::Host { .. } => "SESSION_HOST",
+            SessionError::Internal { .. } => "SESSION_INTERNAL",
+        }
+    }
+
+    /// A conflict: the session `session_id`, in `status`, refuses with `message`.
+    pub fn conflict(session_id: &str, status: SessionStatus, message: impl Into<String>) -> Self {
+        SessionError::Conflict {
+            session_id: session_id.to_owned(),
+            status,
+            message: message.into(),
+        }
+    }
+
+    /// The standard conflict: `The session is <status>.`, or `The session is <status>: <error>.`
+    pub fn in_status(session_id: &str, status: SessionStatus, error: Option<&str>) -> Self {
+        let message = match error {
+            Some(error) => format!("The session is {}: {}.", status.as_str(), error.trim_end_matches('.')),
+            None => format!("The session is {}.", status.as_str()),
+        };
+        Self::conflict(session_id, status, message)
+    }
+
+    /// Bad input at `path`: `message` should name the path.
+    pub fn input(path: impl Into<String>, message: impl Into<String>) -> Self {
+        SessionError::Input {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A failure of the engine itself.
+    pub fn internal(message: impl Into<String>) -> Self {
+        SessionError::Internal {
+            message: message.into(),
+        }
+    }
+
+    /// A failure of something the application supplied, without an original error to keep.
+    pub fn host(message: impl Into<String>) -> Self {
+        SessionError::Host {
+            message: message.into(),
+            origin: None,
+        }
+    }
+}
+
+/// The engine's result type.
+pub type Result<T, E = SessionError> = std::result::Result<T, E>;

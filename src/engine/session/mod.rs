@@ -1,0 +1,8 @@
+//! Sessions: what a session is ([`record`]) and how its status may change ([`lifecycle`]).
+
+pub mod record;
+
+pub use record::{
+    ApprovalVerdict, PendingApproval, PendingInput, PendingToolCall, SessionRecord, SessionStatus,
+    SessionSummary,
+};

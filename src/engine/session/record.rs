@@ -1,0 +1,181 @@
+//! What a session is, as stored and as shown: [`SessionSummary`] (what `list()` gives) and
+//! [`SessionRecord`] (a summary with its conversation, what `get()` gives).
+//!
+//! Field names are the JavaScript ones (`createdAt`, `pendingInput`); absent optional fields are
+//! omitted, never `null`. A record never holds the resume state: that secret lives apart, in the
+//! store, and only while the session is suspended.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Where a session is in its lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SessionStatus {
+    /// Its sandbox and harness session are being opened, or brought back from `suspended`.
+    Preparing,
+    /// Ready for a message.
+    Idle,
+    /// A turn is under way.
+    Busy,
+    /// The turn paused on a tool call that waits for an answer.
+    AwaitingInput,
+    /// Stopped, its state kept in the store and its sandbox freed.
+    Suspended,
+    /// Ended for good; its conversation can still be read.
+    Closed,
+    /// A new session that could not start; the next message tries again.
+    Failed,
+    /// The process stopped without suspending it; its conversation can still be read.
+    Interrupted,
+}
+
+impl SessionStatus {
+    /// Every status, in the order of the lifecycle.
+    pub const ALL: [SessionStatus; 8] = [
+        SessionStatus::Preparing,
+        SessionStatus::Idle,
+        SessionStatus::Busy,
+        SessionStatus::AwaitingInput,
+        SessionStatus::Suspended,
+        SessionStatus::Closed,
+        SessionStatus::Failed,
+        SessionStatus::Interrupted,
+    ];
+
+    /// The status as JavaScript spells it: `awaiting-input`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionStatus::Preparing => "preparing",
+            SessionStatus::Idle => "idle",
+            SessionStatus::Busy => "busy",
+            SessionStatus::AwaitingInput => "awaiting-input",
+            SessionStatus::Suspended => "suspended",
+            SessionStatus::Closed => "closed",
+            SessionStatus::Failed => "failed",
+            SessionStatus::Interrupted => "interrupted",
+        }
+    }
+
+    /// Live sessions hold a sandbox slot and a harness session: `preparing`, `idle`, `busy`,
+    /// `awaiting-input`.
+    pub fn is_live(self) -> bool {
+        matches!(
+            self,
+            SessionStatus::Preparing
+                | SessionStatus::Idle
+                | SessionStatus::Busy
+                | SessionStatus::AwaitingInput
+        )
+    }
+}
+
+impl std::fmt::Display for SessionStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The answer to an approval: given by a person, or by the `approve` policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalVerdict {
+    /// Whether the tool call may run.
+    pub approved: bool,
+    /// Why, told to the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A tool call waiting for its approval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingApproval {
+    /// The id the answer must carry.
+    pub approval_id: String,
+    /// The tool call it is about.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// The call's input.
+    #[serde(default)]
+    pub input: Value,
+    /// The answer the `approve` policy already gave, which a person cannot overturn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<ApprovalVerdict>,
+}
+
+/// A tool call waiting for the result of a tool the application runs, or a question's answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingToolCall {
+    /// The call's id.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// The call's input.
+    #[serde(default)]
+    pub input: Value,
+}
+
+/// What a session `awaiting-input` waits for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingInput {
+    /// Tool calls waiting for an approval.
+    #[serde(default)]
+    pub approvals: Vec<PendingApproval>,
+    /// Tool calls waiting for their result.
+    #[serde(default)]
+    pub tool_calls: Vec<PendingToolCall>,
+}
+
+impl PendingInput {
+    /// Whether it waits for nothing.
+    pub fn is_empty(&self) -> bool {
+        self.approvals.is_empty() && self.tool_calls.is_empty()
+    }
+}
+
+/// A session without its conversation: what `list()` gives and `subscribe()` sends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSummary {
+    /// The session's id.
+    pub id: String,
+    /// Where it is in its lifecycle.
+    pub status: SessionStatus,
+    /// What the application keeps with it, as JSON.
+    #[serde(default)]
+    pub metadata: Value,
+    /// When it was created, in milliseconds since the epoch.
+    pub created_at: f64,
+    /// When it last changed, in milliseconds since the epoch.
+    pub updated_at: f64,
+    /// Why its last start, resume or turn failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// What it waits for, when `awaiting-input` (and when suspended while it waited).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_input: Option<PendingInput>,
+    /// The tokens its turns used, summed over every turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Value>,
+}
+
+/// A session with its conversation: what `get()` gives and what a store keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// Everything but the conversation.
+    #[serde(flatten)]
+    pub summary: SessionSummary,
+    /// The conversation as `UIMessage`s, oldest first.
+    #[serde(default)]
+    pub messages: Vec<Value>,
+}
+
+impl SessionRecord {
+    /// The session's id.
+    pub fn id(&self) -> &str {
+        &self.summary.id
+    }
+}
