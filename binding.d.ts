@@ -9,11 +9,264 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** A file being read. */
+export declare class NativeFileReader {
+  /** The next batch of the file, or `null` at its end. */
+  read(): Promise<Buffer | null>
+  /** Stops reading. */
+  cancel(): Promise<void>
+}
+
+/** A file being written from chunks JavaScript sends. */
+export declare class NativeFileWriter {
+  /** Sends a chunk; waits while the write is behind. */
+  write(chunk: Buffer): Promise<void>
+  /** Ends the content and waits for the file to be written. */
+  finish(): Promise<void>
+  /** Gives up: the file is left as it was. */
+  abort(reason?: string | undefined | null): Promise<void>
+}
+
+/** The session manager, as `index.js` drives it. */
+export declare class NativeManager {
+  /**
+   * A manager whose seams are reached through `host(op, payload)`; `store`, when given, is one
+   * of the engine's own stores, used directly.
+   */
+  constructor(host: (arg0: string, arg1: string) => Promise<string>, optionsJson: string, store?: NativeStore | undefined | null)
+  /** `create({ id, metadata })`: the session, as JSON. */
+  create(id: string, metadataJson: string): Promise<string>
+  /** `get(id)`: the record as JSON, or nothing. */
+  get(id: string): Promise<string | null>
+  /** `list()`: the summaries as JSON. */
+  list(): Promise<string>
+  /**
+   * `send(id, ...)`: `{ turnId, message, prompt?, replyId, messageId }` as JSON; answers
+   * `{ messageId, session }`.
+   */
+  send(id: string, requestJson: string): Promise<string>
+  /**
+   * `continue(id, ...)`: `{ turnId, message?, toolApprovalContinuations?,
+   * toolResultContinuations? }` as JSON; answers `{ messageId, session }`.
+   */
+  continue(id: string, requestJson: string): Promise<string>
+  /** `update(id, { metadata })`, the metadata as JSON. */
+  update(id: string, metadataJson: string): Promise<string>
+  /** `interrupt(id)`. */
+  interrupt(id: string): Promise<void>
+  /** Cuts turn `turn_id` short, if it is still under way: the caller's `abortSignal` fired. */
+  cutTurn(turnId: number, reason: string): void
+  /** `suspend(id)`. */
+  suspend(id: string): Promise<string>
+  /** `close(id)`. */
+  close(id: string): Promise<string>
+  /** `delete(id)`. */
+  delete(id: string): Promise<void>
+  /** `shutdown()`. */
+  shutdown(): Promise<void>
+  /** What a turn's stream produced, `[chunk, ...]` as JSON: queued for the engine, nothing more. */
+  feed(turnId: number, chunksJson: string): boolean
+  /** The end of a turn's stream: `{ usage?, error?: { message, origin? } }` as JSON. */
+  feedEnd(turnId: number, endJson: string): boolean
+  /** The client of turn `turn_id` went away: the turn goes on, read to its end. */
+  clientGone(turnId: number): void
+  /** How many sessions are held in memory (live ones, and those a command is handling). */
+  sessionsInMemory(): number
+}
+
+/** A process started in a sandbox. */
+export declare class NativeSandboxProcess {
+  /** Its process id in the sandbox, when known. */
+  get pid(): number | null
+  /** The next batch of standard output, or `null` at its end. */
+  readStdout(): Promise<Buffer | null>
+  /** The next batch of standard error, or `null` at its end. */
+  readStderr(): Promise<Buffer | null>
+  /** Stops reading standard output: what comes next is dropped. */
+  cancelStdout(): Promise<void>
+  /** Stops reading standard error: what comes next is dropped. */
+  cancelStderr(): Promise<void>
+  /** Its exit code, once it has ended. */
+  wait(): Promise<number>
+  /** Kills it and what it started; resolves once it has ended. Idempotent. */
+  kill(): Promise<void>
+  /** Both streams read to their end, and the exit code: what `run` returns, in one crossing. */
+  collect(): Promise<CommandResult>
+}
+
+/** A provider of sandboxes: Docker containers, or local folders. */
+export declare class NativeSandboxProvider {
+  /** `harness-sessions.docker` or `harness-sessions.local`. */
+  get providerId(): string
+  /** Creates the sandbox of `sessionId` (a fresh name without one). */
+  createSession(sessionId?: string | undefined | null): Promise<NativeSandboxSession>
+  /** The sandbox of `sessionId`, started again if it was stopped. */
+  resumeSession(sessionId: string): Promise<NativeSandboxSession>
+  /** The sandbox named `name`, found again or created: the sandbox `sharedSandbox()` forks. */
+  open(name: string): Promise<NativeSandboxSession>
+}
+
+/** A view of a sandbox. `js/sandbox.js` adds the `HarnessV1NetworkSandboxSession` methods. */
+export declare class NativeSandboxSession {
+  /** The stable id of the underlying sandbox. */
+  get id(): string
+  /** The default working directory. */
+  get defaultWorkingDirectory(): string
+  /** The ports of this view. */
+  get ports(): Array<number>
+  /** What the sandbox is, for an agent's instructions. */
+  get description(): string
+  /** How to connect to `port`. */
+  nativePortEndpoint(port: number, protocol?: string | undefined | null): PortEndpointInfo
+  /** Starts a command; its output is read with the process's `read*` methods. */
+  nativeSpawn(options: CommandInit): Promise<NativeSandboxProcess>
+  /** The file at `path`, or `null`. */
+  nativeReadBytes(path: string): Promise<Buffer | null>
+  /** A reader of the file at `path`, or `null`. */
+  nativeOpenRead(path: string): Promise<NativeFileReader | null>
+  /** Writes `content` to the file at `path`. */
+  nativeWriteBytes(path: string, content: Buffer): Promise<void>
+  /** A writer of the file at `path`: chunks go in with `write`, `finish` commits them. */
+  nativeOpenWrite(path: string): Promise<NativeFileWriter>
+  /** Stops the sandbox (or, for a fork, its processes). */
+  nativeStop(): Promise<void>
+  /** Stops and removes the sandbox (or, for a fork, its working directory). */
+  nativeDestroy(): Promise<void>
+  /** A view of the same sandbox with its own ports and working directory. */
+  nativeFork(options?: ForkInit | undefined | null): Promise<NativeSandboxSession>
+}
+
+/** One of the engine's stores. */
+export declare class NativeStore {
+  /** A store in memory. */
+  static memory(): NativeStore
+  /** `save(record, resumeState?)`, both as JSON. */
+  save(recordJson: string, resumeStateJson?: string | undefined | null): Promise<void>
+  /** `get(id)`: the record as JSON, or nothing. */
+  get(id: string): Promise<string | null>
+  /** `list()`: the summaries as JSON. */
+  list(): Promise<string>
+  /** `getResumeState(id)`: the state as JSON, or nothing. */
+  getResumeState(id: string): Promise<string | null>
+  /** `delete(id)`. */
+  delete(id: string): Promise<void>
+}
+
 /**
  * Panics inside the addon, synchronously or inside a future, for the tests: the panic must reach
  * JavaScript as an error.
  */
 export declare function __panicForTests(inFuture: boolean): Promise<void>
 
+/**
+ * Builds the assistant message from UI message chunks as `readUIMessageStream` of `ai` does.
+ *
+ * `inputMessageJson` is the message the stream continues (JSON, or `null`); `chunksJson` a JSON
+ * array of chunks. Returns JSON `{ message, errors, snapshotCount, snapshots? }`: `message` is
+ * the last message the reader yields (`null` if none), `errors` the texts it reports, in order,
+ * and `snapshots` (with `withSnapshots`) every message it yields.
+ */
+export declare function accumulateUiMessage(inputMessageJson: string | undefined | null, chunksJson: string, withSnapshots?: boolean | undefined | null): string
+
+/** A command, as `run` and `spawn` take it. */
+export interface CommandInit {
+  /** The shell command line. */
+  command: string
+  /** Where it runs. */
+  workingDirectory?: string
+  /** Variables added to the environment. */
+  env?: Record<string, string>
+}
+
+/** What `run` returns. */
+export interface CommandResult {
+  /** The exit code. */
+  exitCode: number
+  /** Standard output, as text. */
+  stdout: string
+  /** Standard error, as text. */
+  stderr: string
+}
+
+/** The provider of `dockerSandbox(options)`. Reaches no engine until a session is created. */
+export declare function createDockerSandboxProvider(options: DockerSandboxInit): NativeSandboxProvider
+
+/** The provider of `localSandbox(options)`. */
+export declare function createLocalSandboxProvider(options: LocalSandboxInit): NativeSandboxProvider
+
+/** The options of `dockerSandbox()`, as JavaScript gives them. */
+export interface DockerSandboxInit {
+  /** The image, present on the engine. */
+  image?: string
+  /** The Docker endpoint: `unix:///path`, a socket path or `tcp://host:port`. */
+  host?: string
+  /** Pull the image when the engine does not have it. */
+  pull?: boolean
+  /** The start of every container name. */
+  namePrefix?: string
+  /** The user commands run as, `uid:gid`. */
+  user?: string
+  /** The default working directory. */
+  workingDirectory?: string
+  /** The user's home directory. */
+  home?: string
+  /** The ports of each sandbox. */
+  ports?: Array<number>
+  /** Variables in the environment of the container. */
+  env?: Record<string, string>
+  /** CPUs the container may use. */
+  cpus?: number
+  /** Memory: bytes, or a size such as `"512m"`. */
+  memory?: number | string
+  /** Processes the container may run at once. */
+  pids?: number
+  /** `"none"` or `"host"`. */
+  network?: string
+}
+
+/**
+ * The body `createUIMessageStreamResponse` of `ai` sends for `chunksJson` (a JSON array of
+ * chunks): `data: <json>
+
+` per chunk, then `data: [DONE]
+
+`.
+ */
+export declare function encodeUiMessageSse(chunksJson: string): Buffer
+
+/** What `fork()` takes. */
+export interface ForkInit {
+  /** The ports of the new view. */
+  ports?: Array<number>
+  /** Its working directory, absolute or relative to the forked view's. */
+  workingDirectory?: string
+}
+
+/** The options of `localSandbox()`, as JavaScript gives them. */
+export interface LocalSandboxInit {
+  /** The folder that holds one folder per session. */
+  root?: string
+  /** The ports of each session (this host's, on 127.0.0.1). */
+  ports?: Array<number>
+  /** Variables in the environment of every command. */
+  env?: Record<string, string>
+  /** Pass this process's whole environment to commands. */
+  inheritEnv?: boolean
+}
+
 /** The version of the native addon. */
 export declare function nativeVersion(): string
+
+/** How to connect to a port. */
+export interface PortEndpointInfo {
+  /** The URL. */
+  url: string
+  /** Headers to send, when there are any. */
+  headers?: Record<string, string>
+}
+
+/**
+ * The headers of a UI message stream response, as `[name, value]` pairs in the order `ai` sets
+ * them.
+ */
+export declare function uiMessageStreamHeaders(): Array<Array<string>>

@@ -835,5 +835,17 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.NativeFileReader = nativeBinding.NativeFileReader
+module.exports.NativeFileWriter = nativeBinding.NativeFileWriter
+module.exports.NativeManager = nativeBinding.NativeManager
+module.exports.NativeSandboxProcess = nativeBinding.NativeSandboxProcess
+module.exports.NativeSandboxProvider = nativeBinding.NativeSandboxProvider
+module.exports.NativeSandboxSession = nativeBinding.NativeSandboxSession
+module.exports.NativeStore = nativeBinding.NativeStore
 module.exports.__panicForTests = nativeBinding.__panicForTests
+module.exports.accumulateUiMessage = nativeBinding.accumulateUiMessage
+module.exports.createDockerSandboxProvider = nativeBinding.createDockerSandboxProvider
+module.exports.createLocalSandboxProvider = nativeBinding.createLocalSandboxProvider
+module.exports.encodeUiMessageSse = nativeBinding.encodeUiMessageSse
 module.exports.nativeVersion = nativeBinding.nativeVersion
+module.exports.uiMessageStreamHeaders = nativeBinding.uiMessageStreamHeaders

@@ -107,6 +107,8 @@ function hasMarker(error, name) {
  * handles their failure: the engine holds their number, and gets the very error back to JavaScript.
  */
 class ErrorKeeper {
+  /** The most errors kept: the oldest goes when a newer one comes. */
+  static LIMIT = 1000;
   #next = 1;
   #errors = new Map();
 
@@ -114,6 +116,9 @@ class ErrorKeeper {
   keep(error) {
     const id = this.#next++;
     this.#errors.set(id, error);
+    if (this.#errors.size > ErrorKeeper.LIMIT) {
+      this.#errors.delete(this.#errors.keys().next().value);
+    }
     return id;
   }
 

@@ -10,7 +10,7 @@ use std::panic::AssertUnwindSafe;
 use futures::FutureExt;
 use serde_json::{json, Map, Value};
 
-use crate::engine::error::SessionError;
+use crate::engine::error::{panic_message, SessionError};
 
 /// The napi error that carries `error` to `index.js`.
 pub(crate) fn to_js(error: SessionError) -> napi::Error {
@@ -44,17 +44,10 @@ pub(crate) fn to_js(error: SessionError) -> napi::Error {
         | SessionError::ShutDown
         | SessionError::Internal { .. } => {}
     }
-    napi::Error::new(napi::Status::GenericFailure, Value::Object(fields).to_string())
-}
-
-/// The message of a panic's payload.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    let detail = payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "no message".to_owned());
-    format!("harness-sessions failed inside (a panic: {detail}); please report it")
+    napi::Error::new(
+        napi::Status::GenericFailure,
+        Value::Object(fields).to_string(),
+    )
 }
 
 /// Runs `future` so that an engine error becomes its JavaScript error, and a panic an internal

@@ -4,5 +4,14 @@
 //! and every entry point runs behind [`error::guard`] or `catch_unwind`, so that a Rust panic
 //! reaches JavaScript as an error and never aborts the process.
 
-mod error;
+// Exports are reached from JavaScript, not from Rust: `pub` is what napi needs of them.
+#![allow(unreachable_pub)]
+
 mod diagnostics;
+mod error;
+mod host;
+mod manager;
+mod sandbox;
+mod seams;
+mod store;
+mod ui;

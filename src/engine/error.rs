@@ -35,7 +35,9 @@ pub enum SessionError {
         message: String,
     },
     /// Every sandbox slot is taken by a session that cannot be suspended to make room.
-    #[error("{capacity} sessions are live, the most the sandboxes take: close or suspend one first.")]
+    #[error(
+        "{capacity} sessions are live, the most the sandboxes take: close or suspend one first."
+    )]
     Capacity {
         /// How many sessions the sandboxes take at once.
         capacity: u32,
@@ -72,7 +74,9 @@ impl SessionError {
     pub fn code(&self) -> &'static str {
         match self {
             SessionError::NotFound { .. } => "SESSION_NOT_FOUND",
-            SessionError::AlreadyExists { .. } | SessionError::Conflict { .. } => "SESSION_CONFLICT",
+            SessionError::AlreadyExists { .. } | SessionError::Conflict { .. } => {
+                "SESSION_CONFLICT"
+            }
             SessionError::Capacity { .. } => "SESSION_CAPACITY",
             SessionError::Input { .. } => "SESSION_INPUT",
             SessionError::ShutDown => "SESSION_SHUT_DOWN",
@@ -93,7 +97,11 @@ impl SessionError {
     /// The standard conflict: `The session is <status>.`, or `The session is <status>: <error>.`
     pub fn in_status(session_id: &str, status: SessionStatus, error: Option<&str>) -> Self {
         let message = match error {
-            Some(error) => format!("The session is {}: {}.", status.as_str(), error.trim_end_matches('.')),
+            Some(error) => format!(
+                "The session is {}: {}.",
+                status.as_str(),
+                error.trim_end_matches('.')
+            ),
             None => format!("The session is {}.", status.as_str()),
         };
         Self::conflict(session_id, status, message)
@@ -121,6 +129,16 @@ impl SessionError {
             origin: None,
         }
     }
+}
+
+/// The message of a panic's payload, for the internal error it becomes.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    let detail = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned());
+    format!("harness-sessions failed inside (a panic: {detail}); please report it")
 }
 
 /// The engine's result type.

@@ -5,7 +5,13 @@
 //! callbacks, and the engine ships pure-Rust implementations of its own (the SQLite and memory
 //! stores, the local and Docker sandboxes, a scripted agent for tests).
 
+pub mod agent;
+pub mod client;
 pub mod error;
-pub mod ui;
+pub mod hooks;
+pub mod lease;
+pub mod manager;
+pub mod sandbox;
 pub mod session;
 pub mod store;
+pub mod ui;

@@ -1,5 +1,6 @@
 //! Sessions: what a session is ([`record`]) and how its status may change ([`lifecycle`]).
 
+pub mod lifecycle;
 pub mod record;
 
 pub use record::{

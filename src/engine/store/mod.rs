@@ -5,6 +5,7 @@
 //! kept apart from the record and never listed.
 
 pub mod memory;
+pub mod sqlite;
 
 use async_trait::async_trait;
 use serde_json::Value;

@@ -1,0 +1,91 @@
+// A consumer of harness-sessions, written as the seed README shows it: this file only has to
+// type-check (`tsc -p __test__/types`), against index.d.ts and the real `ai` and
+// `@ai-sdk/harness` types.
+import { HarnessAgent } from '@ai-sdk/harness/agent';
+import type { HarnessV1 } from '@ai-sdk/harness';
+import type { UIMessage, UIMessageChunk } from 'ai';
+import {
+  createMemorySessionStore,
+  createSessionManager,
+  SessionCapacityError,
+  SessionConflictError,
+  SessionError,
+  SessionInputError,
+  SessionNotFoundError,
+  type SessionEvent,
+  type SessionManager,
+  type SessionSandboxes,
+  type SessionStore,
+  type SessionSummary,
+  type SessionTurn,
+} from 'harness-sessions';
+
+declare const harness: HarnessV1;
+declare const sandboxes: SessionSandboxes;
+
+const agent = new HarnessAgent({ harness });
+
+interface Metadata {
+  title: string;
+  grants?: string[];
+}
+
+const store: SessionStore<Metadata> = createMemorySessionStore<Metadata>();
+
+export const sessions: SessionManager<Metadata> = createSessionManager<Metadata>({
+  agent: () => agent,
+  sandboxes,
+  store,
+  idleTimeoutMs: 10 * 60_000,
+  approve: (approval, { session }) =>
+    approval.toolName === 'read' || session.metadata.grants?.includes(approval.toolName)
+      ? { approved: true }
+      : undefined,
+  onError: (error, { action, sessionId }) => console.error(action, sessionId, error),
+});
+
+export async function POST(request: Request): Promise<Response> {
+  const { id, messages } = (await request.json()) as { id: string; messages: UIMessage[] };
+  const message = messages.at(-1)!;
+  if ((await sessions.get(id)) === undefined) {
+    await sessions.create({ id, metadata: { title: 'New conversation' } });
+  }
+  try {
+    const turn: SessionTurn<Metadata> =
+      message.role === 'assistant'
+        ? await sessions.continue(id, { message, abortSignal: request.signal })
+        : await sessions.send(id, { message, abortSignal: request.signal });
+    const stream: ReadableStream<UIMessageChunk> = turn.stream;
+    void stream;
+    const done: SessionSummary<Metadata> = await turn.done;
+    void done.pendingInput?.approvals[0]?.decision?.approved;
+    return turn.toUIMessageStreamResponse({ headers: { 'x-session': id } });
+  } catch (error) {
+    if (SessionConflictError.isInstance(error)) {
+      return new Response(`${error.message} (${error.status})`, { status: error.statusCode });
+    }
+    if (SessionNotFoundError.isInstance(error)) return new Response(error.sessionId, { status: 404 });
+    if (SessionCapacityError.isInstance(error)) return new Response(String(error.capacity), { status: 503 });
+    if (SessionInputError.isInstance(error)) return new Response(error.path, { status: 400 });
+    if (SessionError.isInstance(error)) return new Response(error.code, { status: error.statusCode });
+    throw error;
+  }
+}
+
+export async function grant(id: string, tool: string): Promise<void> {
+  await sessions.update(id, {
+    metadata: (metadata) => ({ ...metadata, grants: [...(metadata.grants ?? []), tool] }),
+  });
+  const unsubscribe = sessions.subscribe((event: SessionEvent<Metadata>) => {
+    if (event.type === 'updated') console.log(event.session.status, event.session.metadata.title);
+    else console.log(event.sessionId);
+  });
+  unsubscribe();
+  const list: SessionSummary<Metadata>[] = await sessions.list();
+  void list;
+  await sessions.interrupt(id);
+  await sessions.suspend(id);
+  await sessions.close(id);
+  await sessions.delete(id);
+  await sessions.shutdown();
+}

@@ -1,0 +1,289 @@
+/**
+ * harness-sessions: sessions for AI SDK harness agents, with a Rust core. A drop-in for
+ * `ai-sdk-harness-sessions` 0.2.0: the same options, methods, statuses, events and errors.
+ */
+import type { HarnessV1NetworkSandboxSession } from '@ai-sdk/harness';
+import type { HarnessAgentResumeSessionState, HarnessAgentSession } from '@ai-sdk/harness/agent';
+import type {
+  StreamTextResult,
+  ToolApprovalResponse,
+  ToolResultPart,
+  ToolSet,
+  UIMessage,
+  UIMessageChunk,
+} from 'ai';
+
+// ─── The agent ──────────────────────────────────────────────────────────────────────────────────
+
+/** A turn's result, whatever the agent's runtime context and output. */
+type AnyStreamTextResult = StreamTextResult<ToolSet, any, any>;
+
+/** What the manager reads of a turn: a `StreamTextResult` is one. */
+export type SessionStreamResult = Pick<AnyStreamTextResult, 'totalUsage' | 'toUIMessageStream'>;
+
+/**
+ * What the manager needs of an agent: a `HarnessAgent` is one, whatever its harness, tools and
+ * settings.
+ */
+export interface SessionAgent {
+  createSession(options: {
+    sessionId: string;
+    sandboxSession: HarnessV1NetworkSandboxSession;
+    resumeFrom?: HarnessAgentResumeSessionState;
+    abortSignal?: AbortSignal;
+  }): Promise<HarnessAgentSession>;
+  stream(options: {
+    session: HarnessAgentSession;
+    prompt: string;
+    abortSignal?: AbortSignal;
+  }): PromiseLike<SessionStreamResult>;
+  continueStream(options: {
+    session: HarnessAgentSession;
+    toolApprovalContinuations?: readonly ToolApprovalResponse[];
+    toolResultContinuations?: readonly ToolResultPart[];
+    abortSignal?: AbortSignal;
+  }): PromiseLike<SessionStreamResult>;
+}
+
+// ─── Sessions ───────────────────────────────────────────────────────────────────────────────────
+
+/** Where a session is in its lifecycle. */
+export type SessionStatus =
+  | 'preparing'
+  | 'idle'
+  | 'busy'
+  | 'awaiting-input'
+  | 'suspended'
+  | 'closed'
+  | 'failed'
+  | 'interrupted';
+
+/** The answer to an approval. */
+export interface ApprovalVerdict {
+  approved: boolean;
+  reason?: string;
+}
+
+/** A tool call waiting for its approval. */
+export interface PendingApproval {
+  approvalId: string;
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  /** The answer the `approve` policy already gave, which a person cannot overturn. */
+  decision?: ApprovalVerdict;
+}
+
+/** A tool call waiting for the result of a tool your application runs, or a question's answers. */
+export interface PendingToolCall {
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+}
+
+/** What a session `awaiting-input` waits for. */
+export interface PendingInput {
+  approvals: PendingApproval[];
+  toolCalls: PendingToolCall[];
+}
+
+/** A session without its conversation: what `list()` gives and `subscribe()` sends. */
+export interface SessionSummary<METADATA = unknown> {
+  id: string;
+  status: SessionStatus;
+  metadata: METADATA;
+  /** Milliseconds since the epoch. */
+  createdAt: number;
+  /** Milliseconds since the epoch; strictly increasing within a process. */
+  updatedAt: number;
+  /** Why its last start, resume or turn failed, or was cut short. */
+  error?: string;
+  /** What it waits for, when `awaiting-input` (or suspended while it waited). */
+  pendingInput?: PendingInput;
+  /** The tokens its turns used, summed over every turn. */
+  usage?: Record<string, unknown>;
+}
+
+/** A session with its conversation, as `useChat` shows it. */
+export interface SessionRecord<METADATA = unknown> extends SessionSummary<METADATA> {
+  messages: UIMessage[];
+}
+
+// ─── Stores ─────────────────────────────────────────────────────────────────────────────────────
+
+/** Where sessions are kept. */
+export interface SessionStore<METADATA = unknown> {
+  /** Writes the record; with `resumeState`, keeps it beside the record, else drops any kept. */
+  save(record: SessionRecord<METADATA>, resumeState?: HarnessAgentResumeSessionState): Promise<void>;
+  get(id: string): Promise<SessionRecord<METADATA> | undefined>;
+  /** Every session without its messages. */
+  list(): Promise<SessionSummary<METADATA>[]>;
+  getResumeState(id: string): Promise<HarnessAgentResumeSessionState | undefined>;
+  delete(id: string): Promise<void>;
+}
+
+/** Sessions kept in memory, lost with the process: the default store. */
+export declare function createMemorySessionStore<METADATA = unknown>(): SessionStore<METADATA>;
+
+// ─── Sandboxes ──────────────────────────────────────────────────────────────────────────────────
+
+/** A session's hold on a sandbox. */
+export interface SandboxLease {
+  readonly sandboxSession: HarnessV1NetworkSandboxSession;
+  /** The session is suspended: give back what it need not keep. */
+  suspend(): Promise<void>;
+  /** The session ends: give back everything. */
+  close(): Promise<void>;
+}
+
+/** How sessions get a sandbox: `sharedSandbox()`, `sandboxPerSession()`, or your own. */
+export interface SessionSandboxes {
+  /** How many sessions can be live at once; unbounded when absent. */
+  readonly capacity?: number;
+  acquire(sessionId: string, options: { resume: boolean; abortSignal?: AbortSignal }): Promise<SandboxLease>;
+  /** A suspended session ends: free what is kept for it. */
+  discard?(sessionId: string): Promise<void>;
+  shutdown?(): Promise<void>;
+}
+
+// ─── The manager ────────────────────────────────────────────────────────────────────────────────
+
+export interface SessionManagerOptions<METADATA> {
+  /** The agent of a session, from its metadata: called when the session starts and resumes. */
+  agent: (session: { id: string; metadata: METADATA }) => Promise<SessionAgent> | SessionAgent;
+  /** How sessions get a sandbox: `sharedSandbox()`, `sandboxPerSession()`, or your own. */
+  sandboxes: SessionSandboxes;
+  /** Where sessions are kept. Default: in memory, `createMemorySessionStore()`. */
+  store?: SessionStore<METADATA>;
+  /** Suspend a session idle, or awaiting input, for this long, in milliseconds. Default: never. */
+  idleTimeoutMs?: number;
+  /** Close a session suspended for this long, in milliseconds. Default: never. */
+  closeSuspendedAfterMs?: number;
+  /** Cut a turn short after this long, in milliseconds. Default: never. */
+  turnTimeoutMs?: number;
+  /** When every sandbox slot is taken, suspend the session idle the longest. Default: `true`. */
+  suspendIdleWhenFull?: boolean;
+  /** Answers approvals before anyone sees them; `undefined` leaves one to a person. */
+  approve?: (
+    approval: PendingApproval,
+    context: { session: SessionSummary<METADATA> },
+  ) => ApprovalVerdict | PromiseLike<ApprovalVerdict | undefined> | undefined;
+  /** The ids of new sessions and of the messages of their turns. Default: `crypto.randomUUID`. */
+  generateId?: () => string;
+  /** What a client is told of an error in a turn. Default: `getHarnessErrorMessage`. */
+  errorMessage?: (error: unknown) => string;
+  /** Called with what fails in the background. Default: `console.error`. */
+  onError?: (error: unknown, context: { action: string; sessionId?: string }) => void;
+}
+
+/** A user message: `useChat`'s last message, or its text. */
+export interface SendOptions {
+  message: string | UIMessage;
+  /** What the agent is sent, when it differs from what the conversation keeps. */
+  prompt?: string;
+  /** Aborts the turn: the request's signal, so that the client's stop button stops it. */
+  abortSignal?: AbortSignal;
+}
+
+/** The answers to what a session `awaiting-input` waits for. */
+export interface ContinueOptions {
+  /** The last assistant message as `useChat` sends it back, the answers filled in. */
+  message?: UIMessage;
+  toolApprovalContinuations?: readonly ToolApprovalResponse[];
+  toolResultContinuations?: readonly ToolResultPart[];
+  abortSignal?: AbortSignal;
+}
+
+/** The init of a turn's response. */
+export interface SessionTurnResponseInit {
+  status?: number;
+  statusText?: string;
+  headers?: HeadersInit;
+}
+
+/** A turn under way. */
+export interface SessionTurn<METADATA = unknown> {
+  /** The turn as a UI message stream, what `useChat` reads. */
+  readonly stream: ReadableStream<UIMessageChunk>;
+  /** {@link stream} as the response of a route handler. */
+  toUIMessageStreamResponse(init?: SessionTurnResponseInit): Response;
+  /** The session once the turn is over and written: `idle`, or `awaiting-input`. */
+  readonly done: Promise<SessionSummary<METADATA>>;
+}
+
+/** What happens to the sessions, for a list or a notification to follow. */
+export type SessionEvent<METADATA = unknown> =
+  | { type: 'updated'; session: SessionSummary<METADATA> }
+  | { type: 'deleted'; sessionId: string };
+
+/** The sessions of an application with its coding agents. */
+export interface SessionManager<METADATA = unknown> {
+  create(options: { id?: string; metadata: METADATA }): Promise<SessionSummary<METADATA>>;
+  get(id: string): Promise<SessionRecord<METADATA> | undefined>;
+  list(): Promise<SessionSummary<METADATA>[]>;
+  send(id: string, options: SendOptions): Promise<SessionTurn<METADATA>>;
+  continue(id: string, options: ContinueOptions): Promise<SessionTurn<METADATA>>;
+  update(
+    id: string,
+    changes: { metadata: ((metadata: METADATA) => METADATA) | METADATA },
+  ): Promise<SessionSummary<METADATA>>;
+  interrupt(id: string): Promise<void>;
+  suspend(id: string): Promise<SessionSummary<METADATA>>;
+  close(id: string): Promise<SessionSummary<METADATA>>;
+  delete(id: string): Promise<void>;
+  subscribe(listener: (event: SessionEvent<METADATA>) => void): () => void;
+  shutdown(): Promise<void>;
+}
+
+/** Creates the session manager of an application. */
+export declare function createSessionManager<METADATA = unknown>(
+  options: SessionManagerOptions<METADATA>,
+): SessionManager<METADATA>;
+
+/** What a client is told of an error: the messages of harness errors, `An error occurred.` else. */
+export declare function getHarnessErrorMessage(error: unknown): string;
+
+// ─── Errors ─────────────────────────────────────────────────────────────────────────────────────
+
+/** Every error of the package. `isInstance()` recognizes one from any copy of the package. */
+export declare class SessionError extends Error {
+  /** A stable string: what went wrong, for programs. */
+  readonly code: string;
+  /** The HTTP status an API answers with. */
+  readonly statusCode: number;
+  static isInstance(error: unknown): error is SessionError;
+}
+
+/** No session has this id (404). */
+export declare class SessionNotFoundError extends SessionError {
+  readonly code: 'SESSION_NOT_FOUND';
+  readonly statusCode: 404;
+  readonly sessionId: string;
+  static isInstance(error: unknown): error is SessionNotFoundError;
+}
+
+/** The session cannot do it in its status (409). */
+export declare class SessionConflictError extends SessionError {
+  readonly code: 'SESSION_CONFLICT';
+  readonly statusCode: 409;
+  readonly sessionId: string;
+  readonly status: SessionStatus;
+  static isInstance(error: unknown): error is SessionConflictError;
+}
+
+/** Every sandbox slot is taken by a session that is not idle (503). */
+export declare class SessionCapacityError extends SessionError {
+  readonly code: 'SESSION_CAPACITY';
+  readonly statusCode: 503;
+  readonly capacity: number;
+  static isInstance(error: unknown): error is SessionCapacityError;
+}
+
+/** An argument of the wrong shape (400). */
+export declare class SessionInputError extends SessionError {
+  readonly code: 'SESSION_INPUT';
+  readonly statusCode: 400;
+  /** The argument, field or path at fault: `message.parts[2].type`. */
+  readonly path: string;
+  static isInstance(error: unknown): error is SessionInputError;
+}

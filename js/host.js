@@ -1,0 +1,192 @@
+'use strict';
+/**
+ * The host: the one function through which the engine reaches what the application supplied
+ * (its agent, sandboxes, store and hooks) and the streams of the turns.
+ *
+ * Each call is an operation name and a JSON payload; the answer is always a promise of
+ * `{ ok: true, value }` or `{ ok: false, error: { message, origin } }`, never a rejection: the
+ * original JavaScript error stays here (`keeper`) and crosses as a number, so that `onError` and
+ * a rejected `send()` see the very error the application threw.
+ */
+
+const { keeper, fromNative } = require('./errors.js');
+const { messageOf } = require('./turns.js');
+
+/** Objects that stay in JavaScript, known to the engine by number. */
+class Handles {
+  #next = 1;
+  #objects = new Map();
+
+  put(object) {
+    const id = this.#next++;
+    this.#objects.set(id, object);
+    return id;
+  }
+
+  get(id) {
+    const object = this.#objects.get(id);
+    if (object === undefined) throw new Error(`handle ${id} is unknown`);
+    return object;
+  }
+
+  take(id) {
+    const object = this.get(id);
+    this.#objects.delete(id);
+    return object;
+  }
+
+  get size() {
+    return this.#objects.size;
+  }
+}
+
+const DONE = Promise.resolve('{"ok":true,"value":null}');
+
+/**
+ * @param {object} seams
+ * @param {(session: { id: string, metadata: unknown }) => any} seams.agent
+ * @param {any} seams.sandboxes the application's `SessionSandboxes`
+ * @param {any} [seams.store] a `SessionStore` written in JavaScript, when not a native one
+ * @param {import('./turns.js').Turns} seams.turns
+ * @param {(event: any) => void} seams.emit
+ * @param {(error: unknown, context: { action: string, sessionId?: string }) => void} seams.onError
+ * @param {(error: unknown) => string} seams.errorMessage
+ * @param {Function} [seams.approve]
+ */
+function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessage, approve }) {
+  const sessions = new Handles();
+  const leases = new Handles();
+
+  const errorOf = (details) => {
+    if (details.origin !== undefined) {
+      const original = keeper.take(details.origin);
+      if (original !== undefined) return original;
+    }
+    return fromNative(Object.assign(new Error(JSON.stringify({ code: details.code, message: details.message }))));
+  };
+
+  const ops = {
+    async 'agent.open'({ sessionId, metadata, sandbox, resumeFrom }) {
+      const sessionAgent = await agent({ id: sessionId, metadata });
+      if (sessionAgent == null || typeof sessionAgent.createSession !== 'function') {
+        throw new TypeError('agent() must return a SessionAgent, such as a HarnessAgent');
+      }
+      const sandboxSession = sandbox?.js !== undefined ? leases.get(sandbox.js).sandboxSession : undefined;
+      const options = { sessionId, sandboxSession };
+      if (resumeFrom !== undefined) options.resumeFrom = resumeFrom;
+      const session = await sessionAgent.createSession(options);
+      return { session: sessions.put({ agent: sessionAgent, session }) };
+    },
+    async 'session.turn'(args) {
+      await turns.start(sessions.get(args.session), args);
+      return null;
+    },
+    async 'session.stop'({ session }) {
+      const entry = sessions.take(session);
+      return { resumeState: await entry.session.stop() };
+    },
+    async 'session.destroy'({ session }) {
+      const entry = sessions.take(session);
+      await entry.session.destroy();
+      return null;
+    },
+    'turn.abort'({ turnId, reason }) {
+      turns.abort(turnId, reason);
+    },
+    'client.deliver'({ turnId, chunks }) {
+      turns.deliver(turnId, chunks);
+    },
+    'client.finish'({ turnId, session }) {
+      turns.finish(turnId, session);
+    },
+    event(event) {
+      emit(event);
+    },
+    error({ error, action, sessionId }) {
+      const context = sessionId === undefined ? { action } : { action, sessionId };
+      onError(errorOf(error), context);
+    },
+    clientMessage({ error }) {
+      const original = error.origin !== undefined ? keeper.peek(error.origin) : undefined;
+      const text = errorMessage(original ?? new Error(error.message));
+      return typeof text === 'string' ? text : 'An error occurred.';
+    },
+    async approve({ approval, session }) {
+      const verdict = await approve(approval, { session });
+      if (verdict === undefined || verdict === null) return null;
+      if (typeof verdict !== 'object' || typeof verdict.approved !== 'boolean') {
+        throw new TypeError('approve() must give { approved: boolean, reason?: string } or undefined');
+      }
+      if (verdict.reason !== undefined && typeof verdict.reason !== 'string') {
+        throw new TypeError('approve() gave a reason that is not a string');
+      }
+      return verdict.reason === undefined ? { approved: verdict.approved } : { approved: verdict.approved, reason: verdict.reason };
+    },
+    async 'store.save'({ record, resumeState }) {
+      await store.save(record, resumeState);
+      return null;
+    },
+    async 'store.get'({ id }) {
+      return (await store.get(id)) ?? null;
+    },
+    async 'store.list'() {
+      return await store.list();
+    },
+    async 'store.getResumeState'({ id }) {
+      return (await store.getResumeState(id)) ?? null;
+    },
+    async 'store.delete'({ id }) {
+      await store.delete(id);
+      return null;
+    },
+    async 'sandboxes.acquire'({ sessionId, resume }) {
+      const lease = await sandboxes.acquire(sessionId, { resume, abortSignal: new AbortController().signal });
+      if (lease == null || typeof lease !== 'object') {
+        throw new TypeError('sandboxes.acquire() must give a lease { sandboxSession, suspend(), close() }');
+      }
+      const id = leases.put(lease);
+      return { lease: id, sandbox: { js: id } };
+    },
+    async 'lease.suspend'({ lease }) {
+      await leases.take(lease).suspend?.();
+      return null;
+    },
+    async 'lease.close'({ lease }) {
+      await leases.take(lease).close?.();
+      return null;
+    },
+    async 'sandboxes.discard'({ sessionId }) {
+      await sandboxes.discard?.(sessionId);
+      return null;
+    },
+    async 'sandboxes.shutdown'() {
+      await sandboxes.shutdown?.();
+      return null;
+    },
+  };
+
+  const ok = (value) => JSON.stringify({ ok: true, value: value ?? null });
+  const failed = (error) => {
+    const origin = keeper.keep(error);
+    return JSON.stringify({ ok: false, error: { message: messageOf(error), origin } });
+  };
+
+  function host(op, payload) {
+    try {
+      const run = ops[op];
+      if (run === undefined) throw new Error(`the host has no operation ${op}`);
+      const result = run(JSON.parse(payload));
+      if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
+        return result.then(ok, failed);
+      }
+      return result === undefined ? DONE : Promise.resolve(ok(result));
+    } catch (error) {
+      return Promise.resolve(failed(error));
+    }
+  }
+
+  host.handles = () => ({ sessions: sessions.size, leases: leases.size });
+  return host;
+}
+
+module.exports = { createHost };

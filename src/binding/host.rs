@@ -1,0 +1,110 @@
+//! The host: the one JavaScript function the engine calls to reach what the application supplied.
+//!
+//! `index.js` hands the binding a function `host(op, payload)`; every call the engine makes into
+//! JavaScript (an agent's `createSession`, a store's `save`, a chunk for a client, an event) goes
+//! through it, as an operation name and a JSON payload, in order. It answers with a promise of a
+//! JSON text: `{"ok":true,"value":...}` or `{"ok":false,"error":{"message":...,"origin":n}}`,
+//! where `origin` numbers the original JavaScript error, kept on that side. One function, so one
+//! queue: what the engine sends arrives in the order it was sent.
+//!
+//! The function is held weakly: it never keeps Node's event loop alive by itself.
+
+use napi::bindgen_prelude::{FnArgs, Function, Promise};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::Status;
+use serde_json::{json, Value};
+
+use crate::engine::error::{Result, SessionError};
+
+type HostFunction = ThreadsafeFunction<
+    FnArgs<(String, String)>,
+    Promise<String>,
+    FnArgs<(String, String)>,
+    Status,
+    false,
+    true,
+>;
+
+/// The JavaScript host of one manager.
+pub(crate) struct Host {
+    function: HostFunction,
+}
+
+impl Host {
+    /// Wraps the JavaScript function `host(op, payload)`.
+    pub(crate) fn new(
+        function: Function<'_, FnArgs<(String, String)>, Promise<String>>,
+    ) -> napi::Result<Host> {
+        let function = function
+            .build_threadsafe_function()
+            .callee_handled::<false>()
+            .weak::<true>()
+            .build()?;
+        Ok(Host { function })
+    }
+
+    /// Calls operation `op` with `payload`, and waits for its answer.
+    ///
+    /// # Errors
+    /// What the JavaScript side failed with, as [`SessionError::Host`] with its original error.
+    pub(crate) async fn call(&self, op: &str, payload: Value) -> Result<Value> {
+        let promise = self
+            .function
+            .call_async_catch(FnArgs::from((op.to_owned(), payload.to_string())))
+            .await
+            .map_err(|e| lost(op, &e.reason))?;
+        let answer = promise.await.map_err(|e| lost(op, &e.reason))?;
+        let mut answer: Value = serde_json::from_str(&answer).map_err(|e| {
+            SessionError::internal(format!("the host answered {op} with no JSON: {e}"))
+        })?;
+        if answer.get("ok") == Some(&Value::Bool(true)) {
+            return Ok(answer
+                .get_mut("value")
+                .map(Value::take)
+                .unwrap_or(Value::Null));
+        }
+        Err(host_error(answer.get("error")))
+    }
+
+    /// Sends `op` with `payload` without waiting: events, chunks for a client.
+    pub(crate) fn notify(&self, op: &str, payload: Value) {
+        self.function.call(
+            FnArgs::from((op.to_owned(), payload.to_string())),
+            ThreadsafeFunctionCallMode::NonBlocking,
+        );
+    }
+}
+
+/// The error a failed host operation reported.
+pub(crate) fn host_error(error: Option<&Value>) -> SessionError {
+    let (message, origin) = host_failure(error);
+    SessionError::Host { message, origin }
+}
+
+/// The message and original error of a failure JavaScript reported.
+pub(crate) fn host_failure(error: Option<&Value>) -> (String, Option<u64>) {
+    let message = error
+        .and_then(|e| e.get("message"))
+        .and_then(Value::as_str)
+        .unwrap_or("an application callback failed")
+        .to_owned();
+    let origin = error.and_then(|e| e.get("origin")).and_then(Value::as_u64);
+    (message, origin)
+}
+
+fn lost(op: &str, reason: &str) -> SessionError {
+    SessionError::internal(format!(
+        "the JavaScript side of {op} could not be reached: {reason}"
+    ))
+}
+
+/// The JSON of an engine error, for the host: its message and original error.
+pub(crate) fn error_json(error: &SessionError) -> Value {
+    match error {
+        SessionError::Host {
+            message,
+            origin: Some(origin),
+        } => json!({ "message": message, "origin": origin, "code": error.code() }),
+        other => json!({ "message": other.to_string(), "code": other.code() }),
+    }
+}

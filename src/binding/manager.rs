@@ -1,0 +1,350 @@
+//! `NativeManager`: the engine's [`SessionManager`] as a JavaScript class, driven by `index.js`.
+//!
+//! Arguments and results cross as JSON text (one string each way, the cheapest crossing for
+//! nested values); what a turn reports crosses through [`NativeManager::feed`], a synchronous call
+//! that only queues the text for the engine, so that the hot path does no work on Node's thread.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use napi::bindgen_prelude::{FnArgs, Function, Promise};
+use napi_derive::napi;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::error::{guard, guard_sync};
+use super::host::{host_failure, Host};
+use super::seams::{Feeds, JsAgent, JsClients, JsHooks, JsSandboxes, JsStore};
+use super::store::NativeStore;
+use crate::engine::agent::{TurnEnd, TurnFailure, TurnReport};
+use crate::engine::error::{Result, SessionError};
+use crate::engine::manager::{ContinueRequest, ManagerOptions, Seams, SendRequest, SessionManager};
+use crate::engine::store::SessionStore;
+
+/// The options `index.js` passes, as JSON, once the functions are taken out.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Options {
+    idle_timeout_ms: Option<Value>,
+    close_suspended_after_ms: Option<Value>,
+    turn_timeout_ms: Option<Value>,
+    suspend_idle_when_full: Option<Value>,
+    capacity: Option<Value>,
+    approves: bool,
+    checkpoint_interval_ms: Option<Value>,
+}
+
+/// A duration option: a finite number of milliseconds, zero or more.
+fn duration(value: Option<Value>, name: &str) -> Result<Option<Duration>> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(ms) if ms.is_finite() && ms >= 0.0 && ms <= 1e15 => {
+                Ok(Some(Duration::from_micros((ms * 1000.0) as u64)))
+            }
+            _ => Err(SessionError::input(
+                name,
+                format!("{name} must be a number of milliseconds, zero or more"),
+            )),
+        },
+        Some(_) => Err(SessionError::input(
+            name,
+            format!("{name} must be a number of milliseconds"),
+        )),
+    }
+}
+
+fn read_options(json: &str) -> Result<(ManagerOptions, Option<u32>, bool)> {
+    let options: Options = serde_json::from_str(json)
+        .map_err(|e| SessionError::input("options", format!("options are not valid: {e}")))?;
+    let mut manager = ManagerOptions {
+        idle_timeout: duration(options.idle_timeout_ms, "idleTimeoutMs")?,
+        close_suspended_after: duration(options.close_suspended_after_ms, "closeSuspendedAfterMs")?,
+        turn_timeout: duration(options.turn_timeout_ms, "turnTimeoutMs")?,
+        ..ManagerOptions::default()
+    };
+    match options.suspend_idle_when_full {
+        None | Some(Value::Null) => {}
+        Some(Value::Bool(value)) => manager.suspend_idle_when_full = value,
+        Some(_) => {
+            return Err(SessionError::input(
+                "suspendIdleWhenFull",
+                "suspendIdleWhenFull must be a boolean",
+            ))
+        }
+    }
+    if let Some(interval) = duration(options.checkpoint_interval_ms, "checkpointIntervalMs")? {
+        manager.checkpoint_interval = interval.max(Duration::from_millis(1));
+    }
+    let capacity = match options.capacity {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(c) if c >= 1 && c <= u64::from(u32::MAX) => Some(c as u32),
+            _ => {
+                return Err(SessionError::input(
+                    "sandboxes.capacity",
+                    "sandboxes.capacity must be a whole number, one or more",
+                ))
+            }
+        },
+        Some(_) => {
+            return Err(SessionError::input(
+                "sandboxes.capacity",
+                "sandboxes.capacity must be a number",
+            ))
+        }
+    };
+    Ok((manager, capacity, options.approves))
+}
+
+/// Parses a JSON argument, naming it when it is not what it should be.
+fn argument<T: DeserializeOwned>(json: &str, name: &str) -> Result<T> {
+    serde_json::from_str(json)
+        .map_err(|e| SessionError::input(name, format!("{name} is not valid JSON: {e}")))
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string(value)
+        .map_err(|e| SessionError::internal(format!("a result could not be written as JSON: {e}")))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SendArgs {
+    turn_id: u64,
+    message: Value,
+    prompt: Option<String>,
+    reply_id: String,
+    message_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ContinueArgs {
+    turn_id: u64,
+    message: Option<Value>,
+    #[serde(default)]
+    tool_approval_continuations: Option<Vec<Value>>,
+    #[serde(default)]
+    tool_result_continuations: Option<Vec<Value>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct EndArgs {
+    usage: Option<Value>,
+    error: Option<Value>,
+}
+
+/// The session manager, as `index.js` drives it.
+#[napi]
+pub struct NativeManager {
+    manager: SessionManager,
+    feeds: Arc<Feeds>,
+}
+
+#[napi]
+impl NativeManager {
+    /// A manager whose seams are reached through `host(op, payload)`; `store`, when given, is one
+    /// of the engine's own stores, used directly.
+    #[napi(constructor)]
+    pub fn new(
+        host: Function<FnArgs<(String, String)>, Promise<String>>,
+        options_json: String,
+        store: Option<&NativeStore>,
+    ) -> napi::Result<NativeManager> {
+        let host = Arc::new(Host::new(host)?);
+        guard_sync(|| {
+            let (options, capacity, approves) = read_options(&options_json)?;
+            let feeds = Arc::new(Feeds::default());
+            let store: Arc<dyn SessionStore> = match store {
+                Some(store) => store.store(),
+                None => Arc::new(JsStore { host: host.clone() }),
+            };
+            let seams = Seams {
+                agent: Arc::new(JsAgent {
+                    host: host.clone(),
+                    feeds: feeds.clone(),
+                }),
+                sandboxes: Arc::new(JsSandboxes {
+                    host: host.clone(),
+                    capacity,
+                }),
+                store,
+                hooks: Arc::new(JsHooks {
+                    host: host.clone(),
+                    approves,
+                }),
+                clients: Arc::new(JsClients { host: host.clone() }),
+            };
+            Ok(NativeManager {
+                manager: SessionManager::new(seams, options),
+                feeds,
+            })
+        })
+    }
+
+    /// `create({ id, metadata })`: the session, as JSON.
+    #[napi]
+    pub async fn create(&self, id: String, metadata_json: String) -> napi::Result<String> {
+        guard(async {
+            let metadata = argument(&metadata_json, "metadata")?;
+            to_json(&self.manager.create(id, metadata).await?)
+        })
+        .await
+    }
+
+    /// `get(id)`: the record as JSON, or nothing.
+    #[napi]
+    pub async fn get(&self, id: String) -> napi::Result<Option<String>> {
+        guard(async {
+            match self.manager.get(&id).await? {
+                Some(record) => to_json(&record).map(Some),
+                None => Ok(None),
+            }
+        })
+        .await
+    }
+
+    /// `list()`: the summaries as JSON.
+    #[napi]
+    pub async fn list(&self) -> napi::Result<String> {
+        guard(async { to_json(&self.manager.list().await?) }).await
+    }
+
+    /// `send(id, ...)`: `{ turnId, message, prompt?, replyId, messageId }` as JSON; answers
+    /// `{ messageId, session }`.
+    #[napi]
+    pub async fn send(&self, id: String, request_json: String) -> napi::Result<String> {
+        guard(async {
+            let args: SendArgs = argument(&request_json, "options")?;
+            let started = self
+                .manager
+                .send(
+                    &id,
+                    SendRequest {
+                        turn_id: args.turn_id,
+                        message: args.message,
+                        prompt: args.prompt,
+                        reply_id: args.reply_id,
+                        message_id: args.message_id,
+                    },
+                )
+                .await?;
+            to_json(
+                &serde_json::json!({ "messageId": started.message_id, "session": started.session }),
+            )
+        })
+        .await
+    }
+
+    /// `continue(id, ...)`: `{ turnId, message?, toolApprovalContinuations?,
+    /// toolResultContinuations? }` as JSON; answers `{ messageId, session }`.
+    #[napi(js_name = "continue")]
+    pub async fn continue_turn(&self, id: String, request_json: String) -> napi::Result<String> {
+        guard(async {
+            let args: ContinueArgs = argument(&request_json, "options")?;
+            let started = self
+                .manager
+                .continue_turn(
+                    &id,
+                    ContinueRequest {
+                        turn_id: args.turn_id,
+                        message: args.message,
+                        approvals: args.tool_approval_continuations.unwrap_or_default(),
+                        tool_results: args.tool_result_continuations.unwrap_or_default(),
+                    },
+                )
+                .await?;
+            to_json(
+                &serde_json::json!({ "messageId": started.message_id, "session": started.session }),
+            )
+        })
+        .await
+    }
+
+    /// `update(id, { metadata })`, the metadata as JSON.
+    #[napi]
+    pub async fn update(&self, id: String, metadata_json: String) -> napi::Result<String> {
+        guard(async {
+            let metadata = argument(&metadata_json, "metadata")?;
+            to_json(&self.manager.update(&id, metadata).await?)
+        })
+        .await
+    }
+
+    /// `interrupt(id)`.
+    #[napi]
+    pub async fn interrupt(&self, id: String) -> napi::Result<()> {
+        guard(self.manager.interrupt(&id)).await
+    }
+
+    /// Cuts turn `turn_id` short, if it is still under way: the caller's `abortSignal` fired.
+    #[napi]
+    pub fn cut_turn(&self, turn_id: u32, reason: String) {
+        self.manager.cut_turn(u64::from(turn_id), &reason);
+    }
+
+    /// `suspend(id)`.
+    #[napi]
+    pub async fn suspend(&self, id: String) -> napi::Result<String> {
+        guard(async { to_json(&self.manager.suspend(&id).await?) }).await
+    }
+
+    /// `close(id)`.
+    #[napi]
+    pub async fn close(&self, id: String) -> napi::Result<String> {
+        guard(async { to_json(&self.manager.close(&id).await?) }).await
+    }
+
+    /// `delete(id)`.
+    #[napi]
+    pub async fn delete(&self, id: String) -> napi::Result<()> {
+        guard(self.manager.delete(&id)).await
+    }
+
+    /// `shutdown()`.
+    #[napi]
+    pub async fn shutdown(&self) -> napi::Result<()> {
+        guard(self.manager.shutdown()).await
+    }
+
+    /// What a turn's stream produced, `[chunk, ...]` as JSON: queued for the engine, nothing more.
+    #[napi]
+    pub fn feed(&self, turn_id: u32, chunks_json: String) -> bool {
+        match self.feeds.get(u64::from(turn_id)) {
+            Some(feed) => feed.report(TurnReport::Json(chunks_json)),
+            None => false,
+        }
+    }
+
+    /// The end of a turn's stream: `{ usage?, error?: { message, origin? } }` as JSON.
+    #[napi]
+    pub fn feed_end(&self, turn_id: u32, end_json: String) -> bool {
+        let Some(feed) = self.feeds.close(u64::from(turn_id)) else {
+            return false;
+        };
+        let args: EndArgs = serde_json::from_str(&end_json).unwrap_or_default();
+        let failure = args.error.map(|error| {
+            let (message, origin) = host_failure(Some(&error));
+            TurnFailure { message, origin }
+        });
+        feed.report(TurnReport::End(TurnEnd {
+            usage: args.usage,
+            failure,
+        }))
+    }
+
+    /// The client of turn `turn_id` went away: the turn goes on, read to its end.
+    #[napi]
+    pub fn client_gone(&self, turn_id: u32) {
+        self.manager.client_gone(u64::from(turn_id));
+    }
+
+    /// How many sessions are held in memory (live ones, and those a command is handling).
+    #[napi]
+    pub fn sessions_in_memory(&self) -> u32 {
+        self.manager.sessions_in_memory() as u32
+    }
+}

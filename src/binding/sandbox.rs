@@ -1,0 +1,428 @@
+//! The sandboxes in JavaScript: providers and sessions as napi classes.
+//!
+//! `js/sandbox.js` builds the public objects on these classes: `dockerSandbox()` and
+//! `localSandbox()` wrap a [`NativeSandboxProvider`], and the sessions they return *are*
+//! [`NativeSandboxSession`] instances, their prototype given the methods of
+//! `HarnessV1NetworkSandboxSession` (`run`, `spawn`, `readFile`, ...) on top of the `native*`
+//! methods here. So a session handed back to Rust (by the session strategies) is recognised as
+//! what it is, [`NativeSandboxSession::session`], and forked or stopped natively.
+//!
+//! Output and file contents cross in batches, never line by line: each `read*` call returns
+//! everything buffered (up to 1 MiB), and JavaScript enqueues it into a `ReadableStream`.
+
+// Exports are reached from JavaScript, not from Rust: `pub` is what napi needs of them.
+#![allow(unreachable_pub)]
+
+#[path = "sandbox_stream.rs"]
+mod stream;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::{Buffer, Either};
+use napi_derive::napi;
+
+use super::error::{guard, guard_sync};
+use crate::engine::error::SessionError;
+use crate::engine::sandbox::docker::{self, DockerSandbox, DockerSandboxOptions, NetworkMode};
+use crate::engine::sandbox::local::{LocalSandbox, LocalSandboxOptions};
+use crate::engine::sandbox::{Command, ForkOptions, PortProtocol, SandboxProvider, SandboxSession};
+pub(crate) use stream::{NativeFileReader, NativeFileWriter, NativeSandboxProcess};
+
+/// The options of `dockerSandbox()`, as JavaScript gives them.
+#[napi(object)]
+pub struct DockerSandboxInit {
+    /// The image, present on the engine.
+    pub image: Option<String>,
+    /// The Docker endpoint: `unix:///path`, a socket path or `tcp://host:port`.
+    pub host: Option<String>,
+    /// Pull the image when the engine does not have it.
+    pub pull: Option<bool>,
+    /// The start of every container name.
+    pub name_prefix: Option<String>,
+    /// The user commands run as, `uid:gid`.
+    pub user: Option<String>,
+    /// The default working directory.
+    pub working_directory: Option<String>,
+    /// The user's home directory.
+    pub home: Option<String>,
+    /// The ports of each sandbox.
+    pub ports: Option<Vec<u32>>,
+    /// Variables in the environment of the container.
+    pub env: Option<HashMap<String, String>>,
+    /// CPUs the container may use.
+    pub cpus: Option<f64>,
+    /// Memory: bytes, or a size such as `"512m"`.
+    pub memory: Option<Either<f64, String>>,
+    /// Processes the container may run at once.
+    pub pids: Option<f64>,
+    /// `"none"` or `"host"`.
+    pub network: Option<String>,
+}
+
+/// The options of `localSandbox()`, as JavaScript gives them.
+#[napi(object)]
+pub struct LocalSandboxInit {
+    /// The folder that holds one folder per session.
+    pub root: Option<String>,
+    /// The ports of each session (this host's, on 127.0.0.1).
+    pub ports: Option<Vec<u32>>,
+    /// Variables in the environment of every command.
+    pub env: Option<HashMap<String, String>>,
+    /// Pass this process's whole environment to commands.
+    pub inherit_env: Option<bool>,
+}
+
+/// A command, as `run` and `spawn` take it.
+#[napi(object)]
+pub struct CommandInit {
+    /// The shell command line.
+    pub command: String,
+    /// Where it runs.
+    pub working_directory: Option<String>,
+    /// Variables added to the environment.
+    pub env: Option<HashMap<String, String>>,
+}
+
+/// What `fork()` takes.
+#[napi(object)]
+pub struct ForkInit {
+    /// The ports of the new view.
+    pub ports: Option<Vec<u32>>,
+    /// Its working directory, absolute or relative to the forked view's.
+    pub working_directory: Option<String>,
+}
+
+/// How to connect to a port.
+#[napi(object)]
+pub struct PortEndpointInfo {
+    /// The URL.
+    pub url: String,
+    /// Headers to send, when there are any.
+    pub headers: Option<HashMap<String, String>>,
+}
+
+/// What `run` returns.
+#[napi(object)]
+pub struct CommandResult {
+    /// The exit code.
+    pub exit_code: i32,
+    /// Standard output, as text.
+    pub stdout: String,
+    /// Standard error, as text.
+    pub stderr: String,
+}
+
+fn ports_from(ports: Option<Vec<u32>>, at: &str) -> Result<Vec<u16>, SessionError> {
+    ports
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(index, port)| {
+            u16::try_from(port).map_err(|_| {
+                SessionError::input(
+                    format!("{at}[{index}]"),
+                    format!("{at}[{index}]: {port} is not a port number (1 to 65535)."),
+                )
+            })
+        })
+        .collect()
+}
+
+fn sorted_env(env: Option<HashMap<String, String>>) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = env.unwrap_or_default().into_iter().collect();
+    env.sort();
+    env
+}
+
+fn docker_options(init: DockerSandboxInit) -> Result<DockerSandboxOptions, SessionError> {
+    let defaults = DockerSandboxOptions::default();
+    let memory_bytes = match init.memory {
+        None => defaults.memory_bytes,
+        Some(Either::A(bytes)) => docker::memory_from_bytes(bytes)?,
+        Some(Either::B(text)) => docker::parse_memory(&text)?,
+    };
+    let pids_limit = match init.pids {
+        None => defaults.pids_limit,
+        Some(pids) if pids.fract() == 0.0 && (1.0..=4_194_304.0).contains(&pids) => pids as i64,
+        Some(pids) => {
+            return Err(SessionError::input(
+                "pids",
+                format!("pids: {pids} is not a number of processes."),
+            ))
+        }
+    };
+    Ok(DockerSandboxOptions {
+        image: init.image.unwrap_or_default(),
+        host: init.host,
+        pull: init.pull.unwrap_or(false),
+        name_prefix: init.name_prefix.unwrap_or(defaults.name_prefix),
+        user: init.user.unwrap_or(defaults.user),
+        working_directory: init.working_directory.unwrap_or(defaults.working_directory),
+        home: init.home.unwrap_or(defaults.home),
+        ports: ports_from(init.ports, "ports")?,
+        env: sorted_env(init.env),
+        cpus: init.cpus.unwrap_or(defaults.cpus),
+        memory_bytes,
+        pids_limit,
+        network: init
+            .network
+            .as_deref()
+            .map(NetworkMode::parse)
+            .transpose()?,
+    })
+}
+
+/// A provider of sandboxes: Docker containers, or local folders.
+#[napi]
+pub struct NativeSandboxProvider {
+    inner: Arc<dyn SandboxProvider>,
+}
+
+impl NativeSandboxProvider {
+    /// The engine's provider, for the session strategies.
+    #[allow(dead_code)]
+    pub(crate) fn provider(&self) -> Arc<dyn SandboxProvider> {
+        self.inner.clone()
+    }
+}
+
+/// The provider of `dockerSandbox(options)`. Reaches no engine until a session is created.
+#[napi]
+pub fn create_docker_sandbox_provider(
+    options: DockerSandboxInit,
+) -> napi::Result<NativeSandboxProvider> {
+    guard_sync(|| {
+        let inner = DockerSandbox::new(docker_options(options)?)?;
+        Ok(NativeSandboxProvider {
+            inner: Arc::new(inner),
+        })
+    })
+}
+
+/// The provider of `localSandbox(options)`.
+#[napi]
+pub fn create_local_sandbox_provider(
+    options: LocalSandboxInit,
+) -> napi::Result<NativeSandboxProvider> {
+    guard_sync(|| {
+        let root = options
+            .root
+            .filter(|root| !root.is_empty())
+            .ok_or_else(|| {
+                SessionError::input(
+                    "root",
+                    "root: give the folder that holds the sessions' folders.",
+                )
+            })?;
+        let inner = LocalSandbox::new(LocalSandboxOptions {
+            root: PathBuf::from(root),
+            ports: ports_from(options.ports, "ports")?,
+            env: sorted_env(options.env),
+            inherit_env: options.inherit_env.unwrap_or(false),
+        })?;
+        Ok(NativeSandboxProvider {
+            inner: Arc::new(inner),
+        })
+    })
+}
+
+#[napi]
+impl NativeSandboxProvider {
+    /// `harness-sessions.docker` or `harness-sessions.local`.
+    #[napi(getter)]
+    pub fn provider_id(&self) -> String {
+        self.inner.provider_id().to_owned()
+    }
+
+    /// Creates the sandbox of `sessionId` (a fresh name without one).
+    #[napi]
+    pub async fn create_session(
+        &self,
+        session_id: Option<String>,
+    ) -> napi::Result<NativeSandboxSession> {
+        let inner = self.inner.clone();
+        guard(async move {
+            inner
+                .create(session_id.as_deref())
+                .await
+                .map(NativeSandboxSession::new)
+        })
+        .await
+    }
+
+    /// The sandbox of `sessionId`, started again if it was stopped.
+    #[napi]
+    pub async fn resume_session(&self, session_id: String) -> napi::Result<NativeSandboxSession> {
+        let inner = self.inner.clone();
+        guard(async move {
+            inner
+                .resume(&session_id)
+                .await
+                .map(NativeSandboxSession::new)
+        })
+        .await
+    }
+
+    /// The sandbox named `name`, found again or created: the sandbox `sharedSandbox()` forks.
+    #[napi]
+    pub async fn open(&self, name: String) -> napi::Result<NativeSandboxSession> {
+        let inner = self.inner.clone();
+        guard(async move { inner.open(&name).await.map(NativeSandboxSession::new) }).await
+    }
+}
+
+/// A view of a sandbox. `js/sandbox.js` adds the `HarnessV1NetworkSandboxSession` methods.
+#[napi]
+pub struct NativeSandboxSession {
+    inner: Arc<dyn SandboxSession>,
+}
+
+impl NativeSandboxSession {
+    /// A JavaScript session around an engine session (a fork made natively, say).
+    pub(crate) fn new(inner: Arc<dyn SandboxSession>) -> Self {
+        NativeSandboxSession { inner }
+    }
+
+    /// The engine session behind this one, for the session strategies.
+    #[allow(dead_code)]
+    pub(crate) fn session(&self) -> Arc<dyn SandboxSession> {
+        self.inner.clone()
+    }
+}
+
+#[napi]
+impl NativeSandboxSession {
+    /// The stable id of the underlying sandbox.
+    #[napi(getter)]
+    pub fn id(&self) -> String {
+        self.inner.id().to_owned()
+    }
+
+    /// The default working directory.
+    #[napi(getter)]
+    pub fn default_working_directory(&self) -> String {
+        self.inner.default_working_directory().to_owned()
+    }
+
+    /// The ports of this view.
+    #[napi(getter)]
+    pub fn ports(&self) -> Vec<u32> {
+        self.inner
+            .ports()
+            .iter()
+            .map(|port| u32::from(*port))
+            .collect()
+    }
+
+    /// What the sandbox is, for an agent's instructions.
+    #[napi(getter)]
+    pub fn description(&self) -> String {
+        self.inner.description()
+    }
+
+    /// How to connect to `port`.
+    #[napi]
+    pub fn native_port_endpoint(
+        &self,
+        port: u32,
+        protocol: Option<String>,
+    ) -> napi::Result<PortEndpointInfo> {
+        guard_sync(|| {
+            let protocol = protocol
+                .as_deref()
+                .map(PortProtocol::parse)
+                .transpose()?
+                .unwrap_or_default();
+            let port = u16::try_from(port).map_err(|_| {
+                SessionError::input("port", format!("{port} is not a port number (1 to 65535)."))
+            })?;
+            let endpoint = self.inner.port_endpoint(port, protocol)?;
+            Ok(PortEndpointInfo {
+                url: endpoint.url,
+                headers: (!endpoint.headers.is_empty())
+                    .then(|| endpoint.headers.into_iter().collect()),
+            })
+        })
+    }
+
+    /// Starts a command; its output is read with the process's `read*` methods.
+    #[napi]
+    pub async fn native_spawn(&self, options: CommandInit) -> napi::Result<NativeSandboxProcess> {
+        let inner = self.inner.clone();
+        guard(async move {
+            let command = Command {
+                command: options.command,
+                working_directory: options.working_directory,
+                env: sorted_env(options.env),
+            };
+            inner.spawn(command).await.map(NativeSandboxProcess::new)
+        })
+        .await
+    }
+
+    /// The file at `path`, or `null`.
+    #[napi]
+    pub async fn native_read_bytes(&self, path: String) -> napi::Result<Option<Buffer>> {
+        let inner = self.inner.clone();
+        guard(async move { Ok(inner.read_bytes(&path).await?.map(Buffer::from)) }).await
+    }
+
+    /// A reader of the file at `path`, or `null`.
+    #[napi]
+    pub async fn native_open_read(&self, path: String) -> napi::Result<Option<NativeFileReader>> {
+        let inner = self.inner.clone();
+        guard(async move { Ok(inner.read_file(&path).await?.map(NativeFileReader::new)) }).await
+    }
+
+    /// Writes `content` to the file at `path`.
+    #[napi]
+    pub async fn native_write_bytes(&self, path: String, content: Buffer) -> napi::Result<()> {
+        let inner = self.inner.clone();
+        let content = content.to_vec();
+        guard(async move { inner.write_bytes(&path, content).await }).await
+    }
+
+    /// A writer of the file at `path`: chunks go in with `write`, `finish` commits them.
+    #[napi]
+    pub async fn native_open_write(&self, path: String) -> napi::Result<NativeFileWriter> {
+        let inner = self.inner.clone();
+        guard(async move { Ok(NativeFileWriter::start(inner, path)) }).await
+    }
+
+    /// Stops the sandbox (or, for a fork, its processes).
+    #[napi]
+    pub async fn native_stop(&self) -> napi::Result<()> {
+        let inner = self.inner.clone();
+        guard(async move { inner.stop().await }).await
+    }
+
+    /// Stops and removes the sandbox (or, for a fork, its working directory).
+    #[napi]
+    pub async fn native_destroy(&self) -> napi::Result<()> {
+        let inner = self.inner.clone();
+        guard(async move { inner.destroy().await }).await
+    }
+
+    /// A view of the same sandbox with its own ports and working directory.
+    #[napi]
+    pub async fn native_fork(
+        &self,
+        options: Option<ForkInit>,
+    ) -> napi::Result<NativeSandboxSession> {
+        let inner = self.inner.clone();
+        guard(async move {
+            let options = options.unwrap_or(ForkInit {
+                ports: None,
+                working_directory: None,
+            });
+            let fork = ForkOptions {
+                ports: ports_from(options.ports, "ports")?,
+                working_directory: options.working_directory,
+            };
+            inner.fork(fork).await.map(NativeSandboxSession::new)
+        })
+        .await
+    }
+}

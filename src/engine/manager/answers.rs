@@ -1,0 +1,493 @@
+//! The answers to what a paused turn waits for: read from what `continue()` is given, merged with
+//! what the `approve` policy already decided, and turned into the continuation the agent takes,
+//! or into words when the paused turn was lost with a suspension.
+
+use serde_json::{json, Map, Value};
+
+use super::messages::{check_message, tool_name};
+use crate::engine::error::{Result, SessionError};
+use crate::engine::session::{ApprovalVerdict, PendingInput, SessionStatus};
+
+use super::turn::ContinueRequest;
+
+/// The words of a `continue()` that answers nothing the session waits for.
+pub const NO_ANSWER: &str = "continue() carries no answer to what the session waits for.";
+/// What the agent is told of a denial given without a reason.
+pub const DENIED: &str = "The tool call was denied.";
+/// The first line of the answers told in words after a suspension.
+pub const TOLD_AFTER_SUSPENSION: &str = "The session was suspended while you waited for my answers. Here they are; carry on from there:";
+
+/// What a `continue()` sends the agent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Continuation {
+    /// The answers, for `continueStream()`.
+    Answers {
+        /// `ToolApprovalResponse`s.
+        approvals: Vec<Value>,
+        /// `ToolResultPart`s.
+        tool_results: Vec<Value>,
+    },
+    /// The answers in words, for a new prompt: the paused turn was lost.
+    Words(String),
+}
+
+/// An answer to one thing the session waits for.
+#[derive(Debug, Clone)]
+enum Answer {
+    Approval(ApprovalVerdict),
+    Result(Value),
+}
+
+/// The `ToolApprovalResponse` for `verdict`.
+pub fn approval_response(approval_id: &str, verdict: &ApprovalVerdict) -> Value {
+    let mut response = json!({
+        "type": "tool-approval-response",
+        "approvalId": approval_id,
+        "approved": verdict.approved,
+    });
+    let reason = match (&verdict.reason, verdict.approved) {
+        (Some(reason), _) => Some(reason.clone()),
+        (None, false) => Some(DENIED.to_owned()),
+        (None, true) => None,
+    };
+    if let (Some(reason), Some(object)) = (reason, response.as_object_mut()) {
+        object.insert("reason".into(), Value::String(reason));
+    }
+    response
+}
+
+/// Keeps the policy's answers (`decisions`) in what the session waits for.
+pub fn keep_decisions(pending: &mut PendingInput, decisions: &PendingInput) {
+    for approval in pending.approvals.iter_mut() {
+        if let Some(decided) = decisions
+            .approvals
+            .iter()
+            .find(|d| d.approval_id == approval.approval_id)
+        {
+            approval.decision = decided.decision.clone();
+        }
+    }
+}
+
+/// The continuation `request` makes of what the session waits for (`pending`); in words when the
+/// paused turn was `lost`.
+///
+/// # Errors
+/// [`SessionError::Input`] for a malformed answer, [`SessionError::Conflict`] with [`NO_ANSWER`]
+/// when the request answers nothing the session waits for.
+pub fn collect(
+    session_id: &str,
+    pending: &PendingInput,
+    request: &ContinueRequest,
+    lost: bool,
+) -> Result<Continuation> {
+    let mut answers: Vec<(String, Answer)> = Vec::new();
+    for (index, response) in request.approvals.iter().enumerate() {
+        let path = format!("toolApprovalContinuations[{index}]");
+        let (id, verdict) = read_approval_response(response, &path)?;
+        answers.push((id, Answer::Approval(verdict)));
+    }
+    for (index, part) in request.tool_results.iter().enumerate() {
+        let path = format!("toolResultContinuations[{index}]");
+        let (id, output) = read_tool_result(part, &path)?;
+        answers.push((id, Answer::Result(output)));
+    }
+    if let Some(message) = &request.message {
+        read_message_answers(message, &mut answers)?;
+    }
+    let mut approvals = Vec::new();
+    let mut tool_results = Vec::new();
+    let mut lines = Vec::new();
+    let mut answered_by_person = false;
+    for approval in &pending.approvals {
+        let person = answers.iter().rev().find_map(|(id, answer)| match answer {
+            Answer::Approval(verdict) if *id == approval.approval_id => Some(verdict.clone()),
+            _ => None,
+        });
+        answered_by_person |= person.is_some();
+        let Some(verdict) = approval.decision.clone().or(person) else {
+            continue;
+        };
+        approvals.push(approval_response(&approval.approval_id, &verdict));
+        lines.push(approval_line(
+            &approval.tool_name,
+            &approval.input,
+            &verdict,
+        ));
+    }
+    for call in &pending.tool_calls {
+        let Some(output) = answers.iter().rev().find_map(|(id, answer)| match answer {
+            Answer::Result(output) if *id == call.tool_call_id => Some(output.clone()),
+            _ => None,
+        }) else {
+            continue;
+        };
+        answered_by_person = true;
+        lines.push(result_line(&call.tool_name, &call.input, &output));
+        tool_results.push(json!({
+            "type": "tool-result",
+            "toolCallId": call.tool_call_id,
+            "toolName": call.tool_name,
+            "output": output,
+        }));
+    }
+    if !answered_by_person {
+        return Err(SessionError::conflict(
+            session_id,
+            SessionStatus::AwaitingInput,
+            NO_ANSWER,
+        ));
+    }
+    if lost {
+        let mut words = String::from(TOLD_AFTER_SUSPENSION);
+        for line in lines {
+            words.push('\n');
+            words.push_str(&line);
+        }
+        return Ok(Continuation::Words(words));
+    }
+    Ok(Continuation::Answers {
+        approvals,
+        tool_results,
+    })
+}
+
+fn read_approval_response(response: &Value, path: &str) -> Result<(String, ApprovalVerdict)> {
+    let Value::Object(response) = response else {
+        return Err(SessionError::input(
+            path,
+            format!("{path} must be an object"),
+        ));
+    };
+    let id = string_field(response, "approvalId", path)?;
+    let Some(Value::Bool(approved)) = response.get("approved") else {
+        return Err(SessionError::input(
+            format!("{path}.approved"),
+            format!("{path}.approved must be a boolean"),
+        ));
+    };
+    let reason = optional_string(response, "reason", path)?;
+    Ok((
+        id,
+        ApprovalVerdict {
+            approved: *approved,
+            reason,
+        },
+    ))
+}
+
+fn read_tool_result(part: &Value, path: &str) -> Result<(String, Value)> {
+    let Value::Object(part) = part else {
+        return Err(SessionError::input(
+            path,
+            format!("{path} must be an object"),
+        ));
+    };
+    let id = string_field(part, "toolCallId", path)?;
+    let output = match part.get("output") {
+        Some(Value::Object(output)) if output.get("type").is_some_and(Value::is_string) => {
+            Value::Object(output.clone())
+        }
+        Some(value) => json!({ "type": "json", "value": value }),
+        None => {
+            return Err(SessionError::input(
+                format!("{path}.output"),
+                format!("{path}.output is missing"),
+            ))
+        }
+    };
+    Ok((id, output))
+}
+
+/// Reads the answers a `useChat` message carries: approval responses and tool outputs.
+fn read_message_answers(message: &Value, answers: &mut Vec<(String, Answer)>) -> Result<()> {
+    let Value::Object(object) = message else {
+        return Err(SessionError::input(
+            "message",
+            "message must be a UIMessage object",
+        ));
+    };
+    check_message(object, "message")?;
+    let parts = object.get("parts").and_then(Value::as_array);
+    for part in parts.into_iter().flatten().filter_map(Value::as_object) {
+        if tool_name(part).is_none() {
+            continue;
+        }
+        let call_id = part
+            .get("toolCallId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        match part.get("state").and_then(Value::as_str) {
+            Some("approval-responded" | "output-denied") => {
+                let approval = part.get("approval").and_then(Value::as_object);
+                let id = approval.and_then(|a| a.get("id")).and_then(Value::as_str);
+                let approved = approval
+                    .and_then(|a| a.get("approved"))
+                    .and_then(Value::as_bool);
+                if let (Some(id), Some(approved)) = (id, approved) {
+                    let reason = approval
+                        .and_then(|a| a.get("reason"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
+                    answers.push((
+                        id.to_owned(),
+                        Answer::Approval(ApprovalVerdict { approved, reason }),
+                    ));
+                }
+            }
+            Some("output-available") => {
+                let value = part.get("output").cloned().unwrap_or(Value::Null);
+                answers.push((
+                    call_id.to_owned(),
+                    Answer::Result(json!({ "type": "json", "value": value })),
+                ));
+            }
+            Some("output-error") => {
+                let text = part
+                    .get("errorText")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                answers.push((
+                    call_id.to_owned(),
+                    Answer::Result(json!({ "type": "error-text", "value": text })),
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn string_field(object: &Map<String, Value>, field: &str, path: &str) -> Result<String> {
+    match object.get(field) {
+        Some(Value::String(value)) => Ok(value.clone()),
+        _ => Err(SessionError::input(
+            format!("{path}.{field}"),
+            format!("{path}.{field} must be a string"),
+        )),
+    }
+}
+
+fn optional_string(object: &Map<String, Value>, field: &str, path: &str) -> Result<Option<String>> {
+    match object.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(value)) => Ok(Some(value.clone())),
+        Some(_) => Err(SessionError::input(
+            format!("{path}.{field}"),
+            format!("{path}.{field} must be a string"),
+        )),
+    }
+}
+
+/// An input as JSON, cut to 197 characters and `...` when longer than 200.
+fn shortened(input: &Value) -> String {
+    let text = input.to_string();
+    if text.chars().count() > 200 {
+        let mut cut: String = text.chars().take(197).collect();
+        cut.push_str("...");
+        cut
+    } else {
+        text
+    }
+}
+
+fn call_words(tool: &str, input: &Value) -> String {
+    if tool.is_empty() {
+        "the tool call".to_owned()
+    } else {
+        format!("{tool} {}", shortened(input))
+    }
+}
+
+fn approval_line(tool: &str, input: &Value, verdict: &ApprovalVerdict) -> String {
+    if verdict.approved {
+        format!("- I approve {}", call_words(tool, input))
+    } else {
+        let reason = verdict.reason.as_deref().unwrap_or(DENIED);
+        format!("- I deny {}: {reason}", call_words(tool, input))
+    }
+}
+
+/// A tool's result in words: a question's answers by the labels picked, any other output as JSON.
+fn result_line(tool: &str, input: &Value, output: &Value) -> String {
+    let value = output.get("value").cloned().unwrap_or(Value::Null);
+    let labels = question_labels(&value);
+    match labels {
+        Some(labels) => format!("- I answer {}: {labels}", call_words(tool, input)),
+        None => format!("- {} gave {}", call_words(tool, input), shortened(&value)),
+    }
+}
+
+/// The labels a question's answers picked: every string found under `label`, `labels`,
+/// `answer` or `answers` in the output, joined by commas.
+fn question_labels(value: &Value) -> Option<String> {
+    fn gather(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::Object(object) => {
+                for (key, item) in object {
+                    let picked = matches!(
+                        key.as_str(),
+                        "label" | "labels" | "answer" | "answers" | "selected"
+                    );
+                    match item {
+                        Value::String(text) if picked => out.push(text.clone()),
+                        Value::Array(items) if picked => items.iter().for_each(|i| match i {
+                            Value::String(text) => out.push(text.clone()),
+                            other => gather(other, out),
+                        }),
+                        other => gather(other, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| gather(i, out)),
+            _ => {}
+        }
+    }
+    let mut labels = Vec::new();
+    gather(value, &mut labels);
+    (!labels.is_empty()).then(|| labels.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::session::{PendingApproval, PendingToolCall};
+
+    fn pending() -> PendingInput {
+        PendingInput {
+            approvals: vec![PendingApproval {
+                approval_id: "a1".into(),
+                tool_call_id: "c1".into(),
+                tool_name: "write".into(),
+                input: json!({"path": "x"}),
+                decision: None,
+            }],
+            tool_calls: vec![PendingToolCall {
+                tool_call_id: "c2".into(),
+                tool_name: "pick".into(),
+                input: json!({}),
+            }],
+        }
+    }
+
+    #[test]
+    fn explicit_answers_become_continuations() {
+        let request = ContinueRequest {
+            approvals: vec![
+                json!({"type": "tool-approval-response", "approvalId": "a1", "approved": false}),
+            ],
+            tool_results: vec![json!({"toolCallId": "c2", "output": 3})],
+            ..Default::default()
+        };
+        let got = collect("s", &pending(), &request, false).unwrap();
+        assert_eq!(
+            got,
+            Continuation::Answers {
+                approvals: vec![
+                    json!({"type": "tool-approval-response", "approvalId": "a1", "approved": false, "reason": DENIED})
+                ],
+                tool_results: vec![
+                    json!({"type": "tool-result", "toolCallId": "c2", "toolName": "pick", "output": {"type": "json", "value": 3}})
+                ],
+            }
+        );
+    }
+
+    #[test]
+    fn answers_are_read_from_the_message() {
+        let message = json!({"id": "m", "role": "assistant", "parts": [
+            {"type": "tool-write", "toolCallId": "c1", "state": "approval-responded", "input": {"path": "x"}, "approval": {"id": "a1", "approved": true}},
+        ]});
+        let request = ContinueRequest {
+            message: Some(message),
+            ..Default::default()
+        };
+        let Continuation::Answers { approvals, .. } =
+            collect("s", &pending(), &request, false).unwrap()
+        else {
+            panic!("answers expected");
+        };
+        assert_eq!(
+            approvals,
+            vec![json!({"type": "tool-approval-response", "approvalId": "a1", "approved": true})]
+        );
+    }
+
+    #[test]
+    fn a_policy_decision_cannot_be_overturned() {
+        let mut pending = pending();
+        pending.approvals[0].decision = Some(ApprovalVerdict {
+            approved: false,
+            reason: Some("no".into()),
+        });
+        let request = ContinueRequest {
+            approvals: vec![json!({"approvalId": "a1", "approved": true})],
+            ..Default::default()
+        };
+        let Continuation::Answers { approvals, .. } =
+            collect("s", &pending, &request, false).unwrap()
+        else {
+            panic!("answers expected");
+        };
+        assert_eq!(approvals[0]["approved"], false);
+    }
+
+    #[test]
+    fn no_answer_is_a_conflict() {
+        let request = ContinueRequest {
+            approvals: vec![json!({"approvalId": "unknown", "approved": true})],
+            ..Default::default()
+        };
+        match collect("s", &pending(), &request, false) {
+            Err(SessionError::Conflict { message, .. }) => assert_eq!(message, NO_ANSWER),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn answers_in_words_after_a_suspension() {
+        let mut pending = pending();
+        pending.approvals[0].input = json!({"text": "y".repeat(300)});
+        let request = ContinueRequest {
+            approvals: vec![json!({"approvalId": "a1", "approved": false})],
+            tool_results: vec![
+                json!({"toolCallId": "c2", "output": {"type": "json", "value": {"answers": [{"label": "Blue"}]}}}),
+            ],
+            ..Default::default()
+        };
+        let Continuation::Words(words) = collect("s", &pending, &request, true).unwrap() else {
+            panic!("words expected");
+        };
+        let lines: Vec<&str> = words.lines().collect();
+        assert_eq!(lines[0], TOLD_AFTER_SUSPENSION);
+        assert!(
+            lines[1].starts_with("- I deny write {\"text\":\"yyy"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[1].ends_with(&format!("...: {DENIED}")),
+            "{}",
+            lines[1]
+        );
+        assert_eq!(
+            lines[1].len(),
+            "- I deny write ".len() + 200 + 2 + DENIED.len()
+        );
+        assert_eq!(lines[2], "- I answer pick {}: Blue");
+    }
+
+    #[test]
+    fn malformed_answers_name_the_field() {
+        let request = ContinueRequest {
+            approvals: vec![json!({"approvalId": 1})],
+            ..Default::default()
+        };
+        match collect("s", &pending(), &request, false) {
+            Err(SessionError::Input { path, .. }) => {
+                assert_eq!(path, "toolApprovalContinuations[0].approvalId")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

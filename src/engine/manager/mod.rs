@@ -1,0 +1,525 @@
+//! The session manager: every session's lifecycle, from `create()` to `delete()`.
+//!
+//! The manager owns the sessions in memory ([`entry`]), decides what each command does with the
+//! pure [`crate::engine::session::lifecycle::decide`], and does the I/O: opening and resuming
+//! ([`start`]), running turns ([`turn`]), suspending and closing ([`teardown`]), timers
+//! ([`timers`]), and the sandbox slots ([`slots`]). Sessions that are not live (suspended, closed,
+//! failed, interrupted) are not held in memory: the store has them.
+
+pub mod answers;
+mod entry;
+pub mod messages;
+mod slots;
+mod start;
+mod teardown;
+mod timers;
+mod turn;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::OnceCell;
+
+use self::entry::{lock, now_ms, Entry};
+use self::slots::Registry;
+use crate::engine::agent::Agent;
+use crate::engine::client::TurnClients;
+use crate::engine::error::{Result, SessionError};
+use crate::engine::hooks::{ManagerHooks, SessionEvent};
+use crate::engine::lease::SessionSandboxes;
+use crate::engine::session::lifecycle::{decide, Command, Decision};
+use crate::engine::session::{SessionRecord, SessionStatus, SessionSummary};
+use crate::engine::store::SessionStore;
+
+pub use self::turn::{ContinueRequest, SendRequest, TurnStarted};
+
+/// How the manager behaves: the options of `createSessionManager()` that are not seams.
+#[derive(Debug, Clone)]
+pub struct ManagerOptions {
+    /// Suspend a session idle, or awaiting input, for this long.
+    pub idle_timeout: Option<Duration>,
+    /// Close a session suspended for this long.
+    pub close_suspended_after: Option<Duration>,
+    /// Cut a turn short after this long.
+    pub turn_timeout: Option<Duration>,
+    /// When every sandbox slot is taken, suspend the session idle the longest to make room.
+    pub suspend_idle_when_full: bool,
+    /// How often a turn under way writes its reply so far to the store.
+    pub checkpoint_interval: Duration,
+}
+
+impl Default for ManagerOptions {
+    fn default() -> Self {
+        ManagerOptions {
+            idle_timeout: None,
+            close_suspended_after: None,
+            turn_timeout: None,
+            suspend_idle_when_full: true,
+            checkpoint_interval: Duration::from_millis(500),
+        }
+    }
+}
+
+/// What the application supplies: the seams the manager works through.
+#[derive(Clone)]
+pub struct Seams {
+    /// Opens harness sessions and runs their turns.
+    pub agent: Arc<dyn Agent>,
+    /// Gives sessions their sandboxes.
+    pub sandboxes: Arc<dyn SessionSandboxes>,
+    /// Keeps the sessions.
+    pub store: Arc<dyn SessionStore>,
+    /// Tells and asks the application.
+    pub hooks: Arc<dyn ManagerHooks>,
+    /// Where the chunks the engine itself sends go.
+    pub clients: Arc<dyn TurnClients>,
+}
+
+/// The words of a turn cut by `interrupt()`.
+pub const TURN_INTERRUPTED: &str = "The turn was interrupted.";
+/// The words of a turn cut by `turnTimeoutMs`.
+pub const TURN_TOO_LONG: &str = "The turn took too long.";
+/// The words of a turn cut by `close()`.
+pub const SESSION_CLOSED: &str = "The session was closed.";
+/// The words of a turn cut by `shutdown()`.
+pub const APPLICATION_STOPPED: &str =
+    "The turn was cut short: the application stopped. Send the message again.";
+/// The error of a session found live at start.
+pub const STOPPED_WITHOUT_SUSPENDING: &str =
+    "The application stopped without suspending the session.";
+/// The error of a session whose start the application's stop cut short.
+pub const STOPPED_BEFORE_READY: &str = "The application stopped before the session was ready.";
+/// The error of a session whose harness session would not stop.
+pub const NOT_STOPPED_CLEANLY: &str = "The harness session could not be stopped cleanly.";
+/// The error of a resume with no state to resume from.
+pub const NOTHING_KEPT: &str = "Nothing was kept to resume the session from.";
+
+/// The sessions of an application: see the module documentation.
+#[derive(Clone)]
+pub struct SessionManager {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    seams: Seams,
+    options: ManagerOptions,
+    registry: Mutex<Registry>,
+    recovered: OnceCell<()>,
+    shut_down: AtomicBool,
+}
+
+impl SessionManager {
+    /// A manager on `seams`. Sessions a crashed process left live are found, and marked
+    /// `interrupted`, before the first command runs.
+    pub fn new(seams: Seams, options: ManagerOptions) -> SessionManager {
+        SessionManager {
+            inner: Arc::new(Inner {
+                seams,
+                options,
+                registry: Mutex::new(Registry::default()),
+                recovered: OnceCell::new(),
+                shut_down: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Opens a session and returns it `preparing`: its sandbox and harness session open in the
+    /// background.
+    ///
+    /// # Errors
+    /// [`SessionError::AlreadyExists`] for a known id, [`SessionError::Capacity`] when no slot can
+    /// be had, [`SessionError::Input`] for metadata that is not JSON enough.
+    pub async fn create(&self, id: String, metadata: Value) -> Result<SessionSummary> {
+        self.inner.ready().await?;
+        if id.is_empty() {
+            return Err(SessionError::input("id", "id must be a non-empty string"));
+        }
+        messages::check_depth(&metadata, "metadata")?;
+        let entry = self.inner.entry(&id);
+        let result = self.inner.create(&entry, metadata).await;
+        self.inner.release(&entry);
+        result
+    }
+
+    /// The session with its conversation; a live one as it stands right now.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn get(&self, id: &str) -> Result<Option<SessionRecord>> {
+        self.inner.ready().await?;
+        if let Some(entry) = self.inner.existing(id) {
+            if entry.status().is_some() {
+                return entry.snapshot().map(Some);
+            }
+        }
+        self.inner.seams.store.get(id).await
+    }
+
+    /// Every session without its conversation, the most recently updated first.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn list(&self) -> Result<Vec<SessionSummary>> {
+        self.inner.ready().await?;
+        self.inner.seams.store.list().await
+    }
+
+    /// Starts a turn in reply to a user message.
+    ///
+    /// # Errors
+    /// [`SessionError::NotFound`], [`SessionError::Conflict`] (busy, awaiting input, closed...),
+    /// [`SessionError::Capacity`] when a suspended session cannot get a slot back,
+    /// [`SessionError::Input`] for a malformed message.
+    pub async fn send(&self, id: &str, request: SendRequest) -> Result<TurnStarted> {
+        self.inner.ready().await?;
+        let entry = self.inner.entry(id);
+        let result = self
+            .inner
+            .command_turn(&entry, turn::TurnAsk::Send(request))
+            .await;
+        self.inner.release(&entry);
+        result
+    }
+
+    /// Resumes a paused turn with its answers.
+    ///
+    /// # Errors
+    /// As [`SessionManager::send`], and a conflict when the session waits for nothing, or when
+    /// the request answers nothing it waits for.
+    pub async fn continue_turn(&self, id: &str, request: ContinueRequest) -> Result<TurnStarted> {
+        self.inner.ready().await?;
+        let entry = self.inner.entry(id);
+        let result = self
+            .inner
+            .command_turn(&entry, turn::TurnAsk::Continue(request))
+            .await;
+        self.inner.release(&entry);
+        result
+    }
+
+    /// Replaces the metadata of a session, whatever its status.
+    ///
+    /// # Errors
+    /// [`SessionError::NotFound`], [`SessionError::Input`].
+    pub async fn update(&self, id: &str, metadata: Value) -> Result<SessionSummary> {
+        self.inner.ready().await?;
+        messages::check_depth(&metadata, "metadata")?;
+        let entry = self.inner.entry(id);
+        let result = self.inner.update(&entry, metadata).await;
+        self.inner.release(&entry);
+        result
+    }
+
+    /// Cuts the turn under way short, and returns once the session is written.
+    ///
+    /// # Errors
+    /// [`SessionError::NotFound`].
+    pub async fn interrupt(&self, id: &str) -> Result<()> {
+        self.inner.ready().await?;
+        let entry = self.inner.entry(id);
+        let result = self.inner.cut_turn(&entry, TURN_INTERRUPTED).await;
+        self.inner.release(&entry);
+        result
+    }
+
+    /// Suspends a session idle or awaiting input.
+    ///
+    /// # Errors
+    /// [`SessionError::NotFound`], [`SessionError::Conflict`] in another status.
+    pub async fn suspend(&self, id: &str) -> Result<SessionSummary> {
+        self.inner.ready().await?;
+        let entry = self.inner.entry(id);
+        let result = self.inner.suspend_command(&entry).await;
+        self.inner.release(&entry);
+        result
+    }
+
+    /// Ends a session for good.
+    ///
+    /// # Errors
+    /// [`SessionError::NotFound`], [`SessionError::Conflict`] once closed or interrupted.
+    pub async fn close(&self, id: &str) -> Result<SessionSummary> {
+        self.inner.ready().await?;
+        let entry = self.inner.entry(id);
+        let result = self.inner.close_command(&entry).await;
+        self.inner.release(&entry);
+        result
+    }
+
+    /// Closes a session if it can be, then forgets it.
+    ///
+    /// # Errors
+    /// [`SessionError::NotFound`].
+    pub async fn delete(&self, id: &str) -> Result<()> {
+        self.inner.ready().await?;
+        let entry = self.inner.entry(id);
+        let result = self.inner.delete(&entry).await;
+        self.inner.release(&entry);
+        result
+    }
+
+    /// Suspends every live session, cutting turns short, then shuts the sandboxes down; the
+    /// manager refuses everything afterwards.
+    ///
+    /// # Errors
+    /// When the sandboxes failed to shut down (every session is handled first).
+    pub async fn shutdown(&self) -> Result<()> {
+        self.inner.ready().await?;
+        if self.inner.shut_down.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.inner.shutdown().await
+    }
+
+    /// Cuts turn `turn_id` short with `reason`, if it is still under way.
+    pub fn cut_turn(&self, turn_id: u64, reason: &str) {
+        let turn = lock(&self.inner.registry)
+            .turns
+            .get(&turn_id)
+            .and_then(|t| t.upgrade());
+        if let Some(turn) = turn {
+            turn.cut(reason);
+        }
+    }
+
+    /// The client of turn `turn_id` went away: the turn goes on, read to its end, and the engine
+    /// sends it nothing more.
+    pub fn client_gone(&self, turn_id: u64) {
+        let turn = lock(&self.inner.registry)
+            .turns
+            .get(&turn_id)
+            .and_then(|t| t.upgrade());
+        if let Some(turn) = turn {
+            turn.client_gone.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// How many sessions are in memory: live ones, and those a command is handling.
+    pub fn sessions_in_memory(&self) -> usize {
+        lock(&self.inner.registry).entries.len()
+    }
+}
+
+impl Inner {
+    /// Waits for the recovery of the sessions a crash left live; refuses once shut down.
+    async fn ready(self: &Arc<Self>) -> Result<()> {
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(SessionError::ShutDown);
+        }
+        self.recovered
+            .get_or_try_init(|| async { self.recover().await })
+            .await?;
+        Ok(())
+    }
+
+    /// Marks `interrupted` every session a previous process left live.
+    async fn recover(self: &Arc<Self>) -> Result<()> {
+        let store = &self.seams.store;
+        for summary in store.list().await? {
+            if summary.status == SessionStatus::Suspended {
+                timers::arm_close_suspended(self, &summary.id, summary.updated_at);
+                continue;
+            }
+            if !summary.status.is_live() {
+                continue;
+            }
+            let Some(mut record) = store.get(&summary.id).await? else {
+                continue;
+            };
+            let error = if record.summary.status == SessionStatus::Preparing {
+                STOPPED_BEFORE_READY
+            } else {
+                STOPPED_WITHOUT_SUSPENDING
+            };
+            if let Some(last) = record.messages.last_mut() {
+                messages::close_dangling_tool_calls(last);
+            }
+            record.summary.status = SessionStatus::Interrupted;
+            record.summary.error = Some(error.to_owned());
+            record.summary.pending_input = None;
+            record.summary.updated_at = now_ms();
+            store.save(&record, None).await?;
+        }
+        Ok(())
+    }
+
+    /// The session `id` in memory, put there if it is not.
+    fn entry(&self, id: &str) -> Arc<Entry> {
+        let mut registry = lock(&self.registry);
+        registry
+            .entries
+            .entry(id.to_owned())
+            .or_insert_with(|| Entry::new(id))
+            .clone()
+    }
+
+    /// The session `id`, if it is in memory.
+    fn existing(&self, id: &str) -> Option<Arc<Entry>> {
+        lock(&self.registry).entries.get(id).cloned()
+    }
+
+    /// Forgets `entry` if it is not live and nobody else holds it.
+    fn release(&self, entry: &Arc<Entry>) {
+        let live = entry.status().is_some_and(SessionStatus::is_live);
+        if live {
+            return;
+        }
+        let mut registry = lock(&self.registry);
+        let held_by_others = Arc::strong_count(entry) > 2;
+        let same = registry
+            .entries
+            .get(&entry.id)
+            .is_some_and(|e| Arc::ptr_eq(e, entry));
+        if same && !held_by_others {
+            registry.entries.remove(&entry.id);
+        }
+    }
+
+    /// Loads the record of `entry` from the store, if it is not in memory yet.
+    async fn load(&self, entry: &Entry) -> Result<()> {
+        if entry.state().record.is_some() {
+            return Ok(());
+        }
+        let record =
+            self.seams
+                .store
+                .get(&entry.id)
+                .await?
+                .ok_or_else(|| SessionError::NotFound {
+                    session_id: entry.id.clone(),
+                })?;
+        let mut state = entry.state();
+        if state.record.is_none() {
+            state.record = Some(record);
+        }
+        Ok(())
+    }
+
+    /// Writes the session as it stands, with `resume_state` when it is suspended, then tells the
+    /// subscribers.
+    async fn save(&self, entry: &Entry, resume_state: Option<&Value>) -> Result<SessionSummary> {
+        let _order = entry.saving.lock().await;
+        let record = entry.snapshot()?;
+        self.seams.store.save(&record, resume_state).await?;
+        let summary = record.summary;
+        self.seams
+            .hooks
+            .on_event(SessionEvent::Updated(summary.clone()));
+        Ok(summary)
+    }
+
+    /// Writes the session, reporting a failure to `onError` rather than returning it.
+    async fn save_or_report(&self, entry: &Entry, resume_state: Option<&Value>, action: &str) {
+        if let Err(error) = self.save(entry, resume_state).await {
+            self.seams.hooks.on_error(&error, action, Some(&entry.id));
+        }
+    }
+
+    /// `create()`.
+    async fn create(
+        self: &Arc<Self>,
+        entry: &Arc<Entry>,
+        metadata: Value,
+    ) -> Result<SessionSummary> {
+        let _command = entry.commands.lock().await;
+        if entry.state().record.is_none() {
+            if let Some(existing) = self.seams.store.get(&entry.id).await? {
+                return Err(SessionError::AlreadyExists {
+                    session_id: entry.id.clone(),
+                    status: existing.summary.status,
+                });
+            }
+        } else if let Some(status) = entry.status() {
+            return Err(SessionError::AlreadyExists {
+                session_id: entry.id.clone(),
+                status,
+            });
+        }
+        let victim = self.reserve_slot(entry)?;
+        let now = now_ms();
+        entry.state().record = Some(SessionRecord {
+            summary: SessionSummary {
+                id: entry.id.clone(),
+                status: SessionStatus::Preparing,
+                metadata,
+                created_at: now,
+                updated_at: now,
+                error: None,
+                pending_input: None,
+                usage: None,
+            },
+            messages: Vec::new(),
+        });
+        match self.save(entry, None).await {
+            Ok(summary) => {
+                start::spawn_start(self, entry, false, None, victim);
+                Ok(summary)
+            }
+            Err(error) => {
+                entry.state().record = None;
+                self.release_slot(&entry.id);
+                self.unmark_victim(victim.as_ref());
+                Err(error)
+            }
+        }
+    }
+
+    /// `update()`.
+    async fn update(self: &Arc<Self>, entry: &Entry, metadata: Value) -> Result<SessionSummary> {
+        let _command = entry.commands.lock().await;
+        self.load(entry).await?;
+        {
+            let mut state = entry.state();
+            let record = state.record_mut()?;
+            record.summary.metadata = metadata;
+            record.summary.updated_at = now_ms();
+        }
+        let resume_state = self.kept_resume_state(entry).await?;
+        let summary = self.save(entry, resume_state.as_ref()).await?;
+        if summary.status == SessionStatus::Suspended {
+            timers::arm_close_suspended(self, &entry.id, summary.updated_at);
+        }
+        Ok(summary)
+    }
+
+    /// The resume state a suspended session keeps, so that a write of its record keeps it too.
+    async fn kept_resume_state(&self, entry: &Entry) -> Result<Option<Value>> {
+        if entry.status() == Some(SessionStatus::Suspended) {
+            self.seams.store.get_resume_state(&entry.id).await
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Waits, without holding the session's command lock, until its status is no longer `status`.
+    async fn wait_while(&self, entry: &Entry, status: SessionStatus) {
+        let mut changes = entry.watch();
+        while entry.status() == Some(status) {
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// `interrupt()`: cuts the turn under way, and waits until it is written.
+    async fn cut_turn(&self, entry: &Entry, reason: &str) -> Result<()> {
+        self.load(entry).await?;
+        let turn = {
+            let state = entry.state();
+            match state.record.as_ref().map(|r| r.summary.status) {
+                Some(status) => match decide(status, Command::Interrupt, false) {
+                    Decision::CutTurn => state.turn.clone(),
+                    _ => None,
+                },
+                None => None,
+            }
+        };
+        if let Some(turn) = turn {
+            turn.cut(reason);
+            self.wait_while(entry, SessionStatus::Busy).await;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,240 @@
+//! Suspending, closing, deleting, and shutting down: how sessions let go of what they hold.
+//!
+//! Suspending stops the harness session with its state (kept in the store while suspended) and
+//! suspends the sandbox lease; closing destroys the harness session and closes the lease, or, for
+//! a suspended session, lets the sandboxes discard what they keep for it.
+
+use std::sync::Arc;
+
+use futures::future::join_all;
+
+use super::entry::{now_ms, Entry};
+use super::{
+    timers, Inner, APPLICATION_STOPPED, NOT_STOPPED_CLEANLY, SESSION_CLOSED, STOPPED_BEFORE_READY,
+};
+use crate::engine::error::{Result, SessionError};
+use crate::engine::hooks::SessionEvent;
+use crate::engine::session::lifecycle::{decide, Command, Decision};
+use crate::engine::session::{SessionStatus, SessionSummary};
+
+impl Inner {
+    /// `suspend()`.
+    pub(super) async fn suspend_command(
+        self: &Arc<Self>,
+        entry: &Arc<Entry>,
+    ) -> Result<SessionSummary> {
+        let _command = entry.commands.lock().await;
+        self.load(entry).await?;
+        let (status, error) = status_and_error(entry)?;
+        match decide(status, Command::Suspend, false) {
+            Decision::Suspend => self.suspend_entry(entry).await,
+            Decision::Nothing => Ok(entry.snapshot()?.summary),
+            _ => Err(SessionError::in_status(&entry.id, status, error.as_deref())),
+        }
+    }
+
+    /// Suspends a live session, idle or awaiting input, under its command lock: its harness
+    /// session stopped with its state, its lease suspended, its slot handed back.
+    ///
+    /// # Errors
+    /// When the session could not be written; a harness session that will not stop leaves the
+    /// session `interrupted` instead (its state is lost).
+    pub(super) async fn suspend_entry(
+        self: &Arc<Self>,
+        entry: &Arc<Entry>,
+    ) -> Result<SessionSummary> {
+        let (harness, lease) = {
+            let mut state = entry.state();
+            (state.harness.take(), state.lease.take())
+        };
+        let resume_state = match harness {
+            Some(harness) => harness.stop().await,
+            None => Err(SessionError::internal(
+                "a live session had no harness session",
+            )),
+        };
+        if let Some(lease) = lease {
+            if let Err(error) = lease.suspend().await {
+                self.seams
+                    .hooks
+                    .on_error(&error, "suspend", Some(&entry.id));
+            }
+        }
+        let resume_state = match resume_state {
+            Ok(state) => state,
+            Err(error) => {
+                self.seams
+                    .hooks
+                    .on_error(&error, "suspend", Some(&entry.id));
+                {
+                    let mut state = entry.state();
+                    state.set_status(SessionStatus::Interrupted, now_ms())?;
+                    state.set_error(Some(NOT_STOPPED_CLEANLY.to_owned()))?;
+                    state.record_mut()?.summary.pending_input = None;
+                }
+                self.release_slot(&entry.id);
+                let summary = self.save(entry, None).await;
+                entry.notify();
+                return summary;
+            }
+        };
+        {
+            let mut state = entry.state();
+            state.set_status(SessionStatus::Suspended, now_ms())?;
+            state.paused_turn_lost = false;
+        }
+        self.release_slot(&entry.id);
+        let summary = self.save(entry, Some(&resume_state)).await;
+        entry.notify();
+        if let Ok(summary) = &summary {
+            timers::arm_close_suspended(self, &entry.id, summary.updated_at);
+        }
+        summary
+    }
+
+    /// `close()`.
+    pub(super) async fn close_command(
+        self: &Arc<Self>,
+        entry: &Arc<Entry>,
+    ) -> Result<SessionSummary> {
+        loop {
+            let command = entry.commands.lock().await;
+            self.load(entry).await?;
+            let (status, error) = status_and_error(entry)?;
+            match decide(status, Command::Close, false) {
+                Decision::Close => return self.close_entry(entry).await,
+                Decision::Discard => return self.discard_entry(entry).await,
+                Decision::CutTurnAndClose => {
+                    let turn = entry.state().turn.clone();
+                    if let Some(turn) = turn {
+                        turn.cut(SESSION_CLOSED);
+                    }
+                    drop(command);
+                    self.wait_while(entry, SessionStatus::Busy).await;
+                }
+                Decision::CutStartAndClose => {
+                    if let Some(start) = entry.state().start.as_ref() {
+                        let _ = start.cancel.send(Some(SESSION_CLOSED.to_owned()));
+                    }
+                    drop(command);
+                    self.wait_while(entry, SessionStatus::Preparing).await;
+                }
+                _ => return Err(SessionError::in_status(&entry.id, status, error.as_deref())),
+            }
+        }
+    }
+
+    /// Closes a live or failed session: its harness session destroyed, its lease closed.
+    async fn close_entry(&self, entry: &Entry) -> Result<SessionSummary> {
+        let (harness, lease) = {
+            let mut state = entry.state();
+            (state.harness.take(), state.lease.take())
+        };
+        if let Some(harness) = harness {
+            if let Err(error) = harness.destroy().await {
+                self.seams.hooks.on_error(&error, "close", Some(&entry.id));
+            }
+        }
+        if let Some(lease) = lease {
+            if let Err(error) = lease.close().await {
+                self.seams.hooks.on_error(&error, "close", Some(&entry.id));
+            }
+        }
+        self.mark_closed(entry).await
+    }
+
+    /// Closes a suspended session: the sandboxes discard what they keep for it.
+    pub(super) async fn discard_entry(&self, entry: &Entry) -> Result<SessionSummary> {
+        if let Err(error) = self.seams.sandboxes.discard(&entry.id).await {
+            self.seams.hooks.on_error(&error, "close", Some(&entry.id));
+        }
+        self.mark_closed(entry).await
+    }
+
+    async fn mark_closed(&self, entry: &Entry) -> Result<SessionSummary> {
+        {
+            let mut state = entry.state();
+            state.set_status(SessionStatus::Closed, now_ms())?;
+            state.record_mut()?.summary.pending_input = None;
+        }
+        self.release_slot(&entry.id);
+        let summary = self.save(entry, None).await;
+        entry.notify();
+        summary
+    }
+
+    /// `delete()`: closes the session if it can be closed, then forgets it.
+    pub(super) async fn delete(self: &Arc<Self>, entry: &Arc<Entry>) -> Result<()> {
+        self.load(entry).await?;
+        let closable = !matches!(
+            entry.status(),
+            Some(SessionStatus::Closed | SessionStatus::Interrupted)
+        );
+        if closable {
+            self.close_command(entry).await?;
+        }
+        let _command = entry.commands.lock().await;
+        {
+            let _order = entry.saving.lock().await;
+            self.seams.store.delete(&entry.id).await?;
+        }
+        entry.state().record = None;
+        self.seams
+            .hooks
+            .on_event(SessionEvent::Deleted(entry.id.clone()));
+        entry.notify();
+        Ok(())
+    }
+
+    /// `shutdown()`: every turn cut short, every start cut short, every live session suspended;
+    /// then the sandboxes shut down.
+    pub(super) async fn shutdown(self: &Arc<Self>) -> Result<()> {
+        let entries = self.all_entries();
+        join_all(entries.iter().map(|entry| self.shut_down_entry(entry))).await;
+        self.seams.sandboxes.shutdown().await
+    }
+
+    async fn shut_down_entry(self: &Arc<Self>, entry: &Arc<Entry>) {
+        loop {
+            let command = entry.commands.lock().await;
+            let status = entry.status();
+            match status {
+                Some(SessionStatus::Busy) => {
+                    let turn = entry.state().turn.clone();
+                    if let Some(turn) = turn {
+                        turn.cut(APPLICATION_STOPPED);
+                    }
+                    drop(command);
+                    self.wait_while(entry, SessionStatus::Busy).await;
+                }
+                Some(SessionStatus::Preparing) => {
+                    if let Some(start) = entry.state().start.as_ref() {
+                        let _ = start.cancel.send(Some(STOPPED_BEFORE_READY.to_owned()));
+                    }
+                    drop(command);
+                    self.wait_while(entry, SessionStatus::Preparing).await;
+                }
+                Some(SessionStatus::Idle | SessionStatus::AwaitingInput) => {
+                    if let Err(error) = self.suspend_entry(entry).await {
+                        self.seams
+                            .hooks
+                            .on_error(&error, "suspend", Some(&entry.id));
+                    }
+                    return;
+                }
+                _ => return,
+            }
+        }
+    }
+}
+
+fn status_and_error(entry: &Entry) -> Result<(SessionStatus, Option<String>)> {
+    let state = entry.state();
+    let record = state
+        .record
+        .as_ref()
+        .ok_or_else(|| SessionError::NotFound {
+            session_id: entry.id.clone(),
+        })?;
+    Ok((record.summary.status, record.summary.error.clone()))
+}

@@ -1,0 +1,387 @@
+//! What only the Docker sandbox does, checked on a real engine: the container's security
+//! settings and limits as Docker and the kernel apply them, ports on host networking, errors in
+//! words, and (ignored, run on demand) the timings of a session's lifecycle.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bollard::models::ContainerCreateBody;
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, InspectContainerOptions, RemoveContainerOptionsBuilder,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::{DockerSandbox, DockerSandboxOptions, Endpoint, NetworkMode};
+use crate::engine::error::SessionError;
+use crate::engine::sandbox::conformance::{docker_options, docker_ready, test_docker_host, unique};
+use crate::engine::sandbox::{Command, ForkOptions, PortProtocol, SandboxProvider, SandboxSession};
+
+fn docker() -> bollard::Docker {
+    Endpoint::parse(test_docker_host().as_deref())
+        .and_then(|endpoint| endpoint.connect())
+        .expect("a Docker client")
+}
+
+async fn output(session: &Arc<dyn SandboxSession>, command: &str) -> String {
+    let output = session
+        .run(Command::new(command))
+        .await
+        .expect("the command runs");
+    assert_eq!(output.exit_code, 0, "{command}: {}", output.stderr);
+    output.stdout.trim().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn security_settings_and_limits_are_applied() {
+    if !docker_ready().await {
+        return;
+    }
+    let provider = DockerSandbox::new(DockerSandboxOptions {
+        memory_bytes: 256 * 1024 * 1024,
+        cpus: 0.5,
+        pids_limit: 64,
+        env: vec![("SANDBOX_FLAVOUR".into(), "test".into())],
+        ..docker_options()
+    })
+    .expect("valid options");
+    let id = unique("secure");
+    let session = provider.create(Some(&id)).await.expect("created");
+    let name = provider.container_name(&id);
+    assert_eq!(session.id(), name);
+
+    let inspected = docker()
+        .inspect_container(&name, None::<InspectContainerOptions>)
+        .await
+        .expect("inspected");
+    let config = inspected.config.expect("a config");
+    assert_eq!(config.user.as_deref(), Some("1000:1000"));
+    assert_eq!(
+        config
+            .labels
+            .unwrap_or_default()
+            .get(super::LABEL_SESSION)
+            .map(String::as_str),
+        Some(id.as_str())
+    );
+    let host = inspected.host_config.expect("a host config");
+    assert_eq!(host.cap_drop, Some(vec!["ALL".to_owned()]));
+    assert_eq!(
+        host.security_opt,
+        Some(vec!["no-new-privileges".to_owned()])
+    );
+    assert_eq!(host.memory, Some(256 * 1024 * 1024));
+    assert_eq!(host.memory_swap, Some(256 * 1024 * 1024));
+    assert_eq!(host.nano_cpus, Some(500_000_000));
+    assert_eq!(host.pids_limit, Some(64));
+    assert_eq!(host.network_mode.as_deref(), Some("none"));
+    assert_eq!(host.init, Some(true));
+    assert_ne!(host.privileged, Some(true));
+
+    // As the kernel sees it, from inside.
+    assert_eq!(output(&session, "id -u; id -g").await, "1000\n1000");
+    assert_eq!(
+        output(&session, "grep CapEff /proc/self/status | tr -s '\\t ' ' '").await,
+        "CapEff: 0000000000000000"
+    );
+    assert_eq!(
+        output(
+            &session,
+            "grep NoNewPrivs /proc/self/status | tr -s '\\t ' ' '"
+        )
+        .await,
+        "NoNewPrivs: 1"
+    );
+    assert_eq!(
+        output(
+            &session,
+            "cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max"
+        )
+        .await,
+        "64"
+    );
+    assert_eq!(
+        output(&session, "cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max").await,
+        (256 * 1024 * 1024).to_string()
+    );
+    assert_eq!(output(&session, "ls /sys/class/net").await, "lo");
+    assert_eq!(output(&session, "echo $SANDBOX_FLAVOUR").await, "test");
+    let denied = session
+        .run(Command::new("touch /etc/x"))
+        .await
+        .expect("ran");
+    assert_ne!(denied.exit_code, 0, "the user may not write in /etc");
+    assert!(session.description().contains("non-root user 1000:1000"));
+    assert!(session.description().contains("Network: none"));
+    assert!(matches!(
+        session.port_endpoint(4000, PortProtocol::Http),
+        Err(SessionError::Input { message, .. }) if message.contains("no network")
+    ));
+    session.destroy().await.expect("destroyed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ports_are_reached_on_loopback_with_host_networking() {
+    if !docker_ready().await {
+        return;
+    }
+    let free_port = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .map(|address| address.port())
+            .expect("a free port")
+    };
+    let (port, fork_port) = (free_port(), free_port());
+    let provider = DockerSandbox::new(DockerSandboxOptions {
+        ports: vec![port],
+        ..docker_options()
+    })
+    .expect("valid options");
+    assert_eq!(provider.network, NetworkMode::Host);
+    let session = provider
+        .create(Some(&unique("ports")))
+        .await
+        .expect("created");
+    assert_eq!(session.ports(), &[port]);
+    let endpoint = session
+        .port_endpoint(port, PortProtocol::Http)
+        .expect("an endpoint");
+    assert_eq!(endpoint.url, format!("http://127.0.0.1:{port}"));
+
+    session
+        .write_text("site/index.html", "served from the sandbox")
+        .await
+        .expect("written");
+    let server = session
+        .spawn(Command::new(format!(
+            "exec httpd -f -p 127.0.0.1:{port} -h site"
+        )))
+        .await
+        .expect("spawned");
+    let body = fetch(port).await;
+    assert!(body.ends_with("served from the sandbox"), "{body}");
+
+    // A fork has its own port; its server stops with it.
+    let view = session
+        .fork(ForkOptions {
+            ports: vec![fork_port],
+            working_directory: Some("views/a".into()),
+        })
+        .await
+        .expect("forked");
+    assert_eq!(view.ports(), &[fork_port]);
+    view.write_text("index.html", "the fork")
+        .await
+        .expect("written");
+    let _fork_server = view
+        .spawn(Command::new(format!(
+            "exec httpd -f -p 127.0.0.1:{fork_port} -h ."
+        )))
+        .await
+        .expect("spawned");
+    assert!(fetch(fork_port).await.ends_with("the fork"));
+    view.stop().await.expect("stopped");
+    assert!(tokio::net::TcpStream::connect(("127.0.0.1", fork_port))
+        .await
+        .is_err());
+    assert!(
+        fetch(port).await.ends_with("served from the sandbox"),
+        "the sandbox's server still runs"
+    );
+
+    server.control.kill().await.expect("killed");
+    session.destroy().await.expect("destroyed");
+}
+
+/// `GET /` on 127.0.0.1:`port`, retried while the server starts.
+async fn fetch(port: u16) -> String {
+    for _ in 0..50 {
+        if let Ok(mut stream) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+            let _ = stream.write_all(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n").await;
+            let mut response = String::new();
+            let _ = stream.read_to_string(&mut response).await;
+            if !response.is_empty() {
+                return response;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("nothing answered on 127.0.0.1:{port}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_say_what_failed() {
+    if !docker_ready().await {
+        return;
+    }
+    let message = |result: Result<Arc<dyn SandboxSession>, SessionError>| match result {
+        Err(error) => error.to_string(),
+        Ok(_) => panic!("expected a failure"),
+    };
+
+    let nowhere = DockerSandbox::new(DockerSandboxOptions {
+        host: Some("unix:///nonexistent/docker.sock".into()),
+        ..docker_options()
+    })
+    .expect("valid options");
+    let said = message(nowhere.create(Some("x")).await);
+    assert!(
+        said.starts_with("No Docker Engine at unix:///nonexistent/docker.sock"),
+        "{said}"
+    );
+
+    let no_image = DockerSandbox::new(DockerSandboxOptions {
+        image: "harness-sessions-test:does-not-exist".into(),
+        ..docker_options()
+    })
+    .expect("valid options");
+    let said = message(no_image.create(Some(&unique("noimage"))).await);
+    assert!(
+        said.contains("The image harness-sessions-test:does-not-exist is not on the Docker Engine"),
+        "{said}"
+    );
+
+    let provider = DockerSandbox::new(docker_options()).expect("valid options");
+    let id = unique("gone");
+    let session = provider.create(Some(&id)).await.expect("created");
+    let options = RemoveContainerOptionsBuilder::default().force(true).build();
+    docker()
+        .remove_container(&provider.container_name(&id), Some(options))
+        .await
+        .expect("removed behind its back");
+    let said = session
+        .run(Command::new("true"))
+        .await
+        .err()
+        .map(|error| error.to_string())
+        .unwrap_or_default();
+    assert!(said.contains("is gone"), "{said}");
+    let said = session
+        .write_text("x", "y")
+        .await
+        .err()
+        .map(|error| error.to_string())
+        .unwrap_or_default();
+    assert!(said.contains("is gone"), "{said}");
+    let said = message(provider.resume(&id).await);
+    assert!(
+        said.contains(&format!(
+            "No sandbox container {}",
+            provider.container_name(&id)
+        )),
+        "{said}"
+    );
+    session
+        .stop()
+        .await
+        .expect("stopping a gone container is fine");
+    session
+        .destroy()
+        .await
+        .expect("destroying a gone container is fine");
+
+    // A container of the same name that is not a sandbox is left alone.
+    let foreign = unique("foreign");
+    docker()
+        .create_container(
+            Some(
+                CreateContainerOptionsBuilder::default()
+                    .name(&provider.container_name(&foreign))
+                    .build(),
+            ),
+            ContainerCreateBody {
+                image: Some(super::super::conformance::test_image()),
+                cmd: Some(vec!["true".into()]),
+                ..ContainerCreateBody::default()
+            },
+        )
+        .await
+        .expect("created by hand");
+    let said = message(provider.resume(&foreign).await);
+    assert!(said.contains("was not made by harness-sessions"), "{said}");
+    let options = RemoveContainerOptionsBuilder::default().force(true).build();
+    let _ = docker()
+        .remove_container(&provider.container_name(&foreign), Some(options))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_finds_the_shared_sandbox_again() {
+    if !docker_ready().await {
+        return;
+    }
+    let provider = DockerSandbox::new(docker_options()).expect("valid options");
+    let name = unique("shared");
+    let first = provider.open(&name).await.expect("created");
+    first.write_text("mark", "1").await.expect("written");
+    let again = DockerSandbox::new(docker_options())
+        .expect("valid options")
+        .open(&name)
+        .await
+        .expect("found");
+    assert_eq!(
+        again.read_text("mark").await.expect("read").as_deref(),
+        Some("1")
+    );
+    again.destroy().await.expect("destroyed");
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// Prints the median of 10 of each step of a session's life. Run on demand:
+/// `cargo test --no-default-features docker_timings -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a test: run it on demand"]
+async fn docker_timings() {
+    if !docker_ready().await {
+        return;
+    }
+    let (mut ready, mut stop, mut resume, mut fork, mut run, mut destroy) = (
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
+    for _ in 0..10 {
+        let provider = DockerSandbox::new(docker_options()).expect("valid options");
+        let id = unique("timing");
+        let started = Instant::now();
+        let session = provider.create(Some(&id)).await.expect("created");
+        ready.push(started.elapsed());
+        let started = Instant::now();
+        session.run(Command::new("true")).await.expect("ran");
+        run.push(started.elapsed());
+        let started = Instant::now();
+        session.stop().await.expect("stopped");
+        stop.push(started.elapsed());
+        let fresh = DockerSandbox::new(docker_options()).expect("valid options");
+        let started = Instant::now();
+        let resumed = fresh.resume(&id).await.expect("resumed");
+        resume.push(started.elapsed());
+        let started = Instant::now();
+        let _view = resumed
+            .fork(ForkOptions {
+                ports: Vec::new(),
+                working_directory: Some("views/s1".into()),
+            })
+            .await
+            .expect("forked");
+        fork.push(started.elapsed());
+        let started = Instant::now();
+        resumed.destroy().await.expect("destroyed");
+        destroy.push(started.elapsed());
+    }
+    println!(
+        "docker sandbox, median of 10: create→ready {:?}, run `true` {:?}, stop {:?}, resume (fresh client) {:?}, fork {:?}, destroy {:?}",
+        median(ready),
+        median(run),
+        median(stop),
+        median(resume),
+        median(fork),
+        median(destroy)
+    );
+}

@@ -1,0 +1,683 @@
+//! The Docker sandbox: a container per session on a Docker Engine, through its API (bollard,
+//! API 1.41).
+//!
+//! - **Naming.** The container of session `s` is `<namePrefix><s>` (the id made a valid name, see
+//!   [`crate::engine::sandbox::view`]), so that any process finds a suspended session's container
+//!   again. Its settings (working directory, home, ports, user, network) are kept in its labels:
+//!   a resume reads them back rather than trusting the options of the process that resumes.
+//! - **Safe defaults.** A non-root user (`1000:1000`), every capability dropped,
+//!   `no-new-privileges`, an init process that reaps orphans, limits on memory (1 GiB, no swap),
+//!   CPU (1) and processes (256), and no network at all unless ports are asked for: then host
+//!   networking, and endpoints on 127.0.0.1.
+//! - **Images** are used as they are on the engine: nothing is pulled unless `pull` is set. The
+//!   image needs `/bin/sh`, `sleep` and `kill` (busybox has them).
+//! - **Commands** run through `docker exec` as the sandbox user, each the leader of its own process
+//!   group, so that a kill ends what it started.
+//! - **Files** go through the archive API (no process started), confined like every sandbox's.
+
+mod client;
+#[cfg(test)]
+mod engine_tests;
+mod session;
+pub(crate) mod tar;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, CreateImageOptionsBuilder, InspectContainerOptions,
+    StartContainerOptions,
+};
+use bollard::Docker;
+use futures::StreamExt;
+
+pub use client::{Endpoint, API_VERSION};
+pub use session::DockerSandboxSession;
+
+use super::paths::normalize_absolute;
+use super::view::{random_u64, resource_name, validate_ports};
+use super::{Command, SandboxProvider, SandboxSession};
+use crate::engine::error::{Result, SessionError};
+use client::{message_of, status_of};
+use session::{Container, Settings};
+
+/// The label that marks a container as a harness-sessions sandbox; its value is the session id.
+pub const LABEL_SESSION: &str = "dev.harness-sessions.session-id";
+const LABEL_WORKING_DIRECTORY: &str = "dev.harness-sessions.working-directory";
+const LABEL_HOME: &str = "dev.harness-sessions.home";
+const LABEL_PORTS: &str = "dev.harness-sessions.ports";
+const LABEL_USER: &str = "dev.harness-sessions.user";
+const LABEL_NETWORK: &str = "dev.harness-sessions.network";
+const LABEL_LIMITS: &str = "dev.harness-sessions.limits";
+
+/// What keeps a container alive: a shell that sleeps, and leaves at once when stopped.
+const KEEP_ALIVE: &str = "trap 'exit 0' TERM INT; while :; do sleep 86400 & wait $!; done";
+
+/// The network of a sandbox's container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetworkMode {
+    /// No network at all, loopback aside (`--network none`).
+    None,
+    /// The host's network (`--network host`): ports are the host's, reached on 127.0.0.1.
+    Host,
+}
+
+impl NetworkMode {
+    /// Parses `none` or `host`.
+    ///
+    /// # Errors
+    ///
+    /// Anything else, as an input error at `network`.
+    pub fn parse(mode: &str) -> Result<Self> {
+        match mode {
+            "none" => Ok(NetworkMode::None),
+            "host" => Ok(NetworkMode::Host),
+            other => Err(SessionError::input(
+                "network",
+                format!(
+                    "network: {other:?} is not supported: give \"none\" (no network) or \"host\" (the host's network, ports on 127.0.0.1)."
+                ),
+            )),
+        }
+    }
+
+    /// As Docker names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NetworkMode::None => "none",
+            NetworkMode::Host => "host",
+        }
+    }
+}
+
+/// How a [`DockerSandbox`] makes its containers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DockerSandboxOptions {
+    /// The image, present on the engine (built or imported locally).
+    pub image: String,
+    /// The Docker endpoint: `unix:///path`, a socket path or `tcp://host:port`. Default:
+    /// `DOCKER_HOST`, then `/var/run/docker.sock`.
+    pub host: Option<String>,
+    /// Pull the image when the engine does not have it. Default: no, the image must be there.
+    pub pull: bool,
+    /// The start of every container name. Default: `harness-sessions-`.
+    pub name_prefix: String,
+    /// The user commands run as: `uid` or `uid:gid`, numeric. Default: `1000:1000`.
+    pub user: String,
+    /// The default working directory. Default: `/workspace`.
+    pub working_directory: String,
+    /// The user's `HOME`. Default: `/home/sandbox`.
+    pub home: String,
+    /// The ports of each sandbox. Default: none.
+    pub ports: Vec<u16>,
+    /// Variables in the environment of the container.
+    pub env: Vec<(String, String)>,
+    /// CPUs the container may use. Default: 1.
+    pub cpus: f64,
+    /// Bytes of memory the container may use (swap included). Default: 1 GiB.
+    pub memory_bytes: i64,
+    /// Processes the container may run at once. Default: 256.
+    pub pids_limit: i64,
+    /// The network; default: none without ports, host with ports.
+    pub network: Option<NetworkMode>,
+}
+
+impl Default for DockerSandboxOptions {
+    fn default() -> Self {
+        DockerSandboxOptions {
+            image: String::new(),
+            host: None,
+            pull: false,
+            name_prefix: "harness-sessions-".into(),
+            user: "1000:1000".into(),
+            working_directory: "/workspace".into(),
+            home: "/home/sandbox".into(),
+            ports: Vec::new(),
+            env: Vec::new(),
+            cpus: 1.0,
+            memory_bytes: 1024 * 1024 * 1024,
+            pids_limit: 256,
+            network: None,
+        }
+    }
+}
+
+/// Parses a memory size: a number of bytes, or a number with a unit `k`, `m`, `g` (binary
+/// multiples, as Docker reads them), `b` optional: `512m`, `1g`, `1.5GB`.
+///
+/// # Errors
+///
+/// An input error at `memory` for anything else, or less than 6 MiB (Docker's minimum).
+pub fn parse_memory(text: &str) -> Result<i64> {
+    let refuse = || {
+        SessionError::input(
+            "memory",
+            format!("memory: {text:?} is not a memory size: give bytes, or a number with k, m or g (\"512m\", \"2g\")."),
+        )
+    };
+    let lower = text.trim().to_ascii_lowercase();
+    let lower = lower.strip_suffix('b').unwrap_or(&lower);
+    let (number, unit) = match lower.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        Some((index, _)) => (&lower[..index], &lower[index..]),
+        None => (lower, ""),
+    };
+    let multiplier: f64 = match unit {
+        "" => 1.0,
+        "k" => 1024.0,
+        "m" => 1024.0 * 1024.0,
+        "g" => 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(refuse()),
+    };
+    let value: f64 = number.trim().parse().map_err(|_| refuse())?;
+    memory_from_bytes(value * multiplier)
+}
+
+/// Checks a memory size in bytes.
+///
+/// # Errors
+///
+/// An input error at `memory` below 6 MiB or not finite.
+pub fn memory_from_bytes(bytes: f64) -> Result<i64> {
+    if !bytes.is_finite() || bytes < 6.0 * 1024.0 * 1024.0 || bytes > 9.0e18 {
+        return Err(SessionError::input(
+            "memory",
+            "memory: a container needs at least 6 MiB (Docker's minimum).",
+        ));
+    }
+    Ok(bytes as i64)
+}
+
+/// The checked user: its `uid:gid` and ids.
+fn parse_user(user: &str) -> Result<(u64, u64)> {
+    let refuse = || {
+        SessionError::input(
+            "user",
+            format!("user: {user:?} is not a numeric user: give \"uid\" or \"uid:gid\", such as \"1000:1000\"."),
+        )
+    };
+    let mut parts = user.splitn(2, ':');
+    let uid: u64 = parts
+        .next()
+        .unwrap_or_default()
+        .parse()
+        .map_err(|_| refuse())?;
+    let gid: u64 = match parts.next() {
+        Some(gid) => gid.parse().map_err(|_| refuse())?,
+        None => uid,
+    };
+    Ok((uid, gid))
+}
+
+/// Sandboxes as Docker containers. See the module documentation.
+#[derive(Debug)]
+pub struct DockerSandbox {
+    options: DockerSandboxOptions,
+    network: NetworkMode,
+    endpoint: Endpoint,
+    client: Mutex<Option<Docker>>,
+}
+
+impl DockerSandbox {
+    /// A provider of containers made with `options`. Does no I/O: the engine is reached at the
+    /// first create or resume.
+    ///
+    /// # Errors
+    ///
+    /// Input errors for options of the wrong shape.
+    pub fn new(options: DockerSandboxOptions) -> Result<Self> {
+        if options.image.trim().is_empty() {
+            return Err(SessionError::input(
+                "image",
+                "image: name the Docker image of the sandbox (built or imported on the engine).",
+            ));
+        }
+        let endpoint = Endpoint::parse(options.host.as_deref())?;
+        let prefix_ok = options
+            .name_prefix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-')
+            && options
+                .name_prefix
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphanumeric());
+        if !prefix_ok {
+            return Err(SessionError::input(
+                "namePrefix",
+                format!("namePrefix: {:?} must start with a letter or digit and hold only letters, digits, `_`, `.` and `-`.", options.name_prefix),
+            ));
+        }
+        parse_user(&options.user)?;
+        for (at, directory) in [
+            ("workingDirectory", &options.working_directory),
+            ("home", &options.home),
+        ] {
+            if normalize_absolute(directory).as_deref() != Some(directory.as_str())
+                || directory == "/"
+            {
+                return Err(SessionError::input(
+                    at,
+                    format!(
+                        "{at}: {directory:?} must be an absolute, normalized path other than /."
+                    ),
+                ));
+            }
+        }
+        validate_ports(&options.ports, "ports")?;
+        let mut probe = Command::new("true");
+        probe.env = options.env.clone();
+        probe.validate()?;
+        if !(options.cpus.is_finite() && options.cpus >= 0.01 && options.cpus <= 1024.0) {
+            return Err(SessionError::input(
+                "cpus",
+                "cpus: give a number of CPUs between 0.01 and 1024.",
+            ));
+        }
+        memory_from_bytes(options.memory_bytes as f64)?;
+        if options.pids_limit < 8 {
+            return Err(SessionError::input(
+                "pids",
+                "pids: a sandbox needs room for at least 8 processes (its shell and init among them).",
+            ));
+        }
+        let network = match options.network {
+            Some(NetworkMode::None) if !options.ports.is_empty() => {
+                return Err(SessionError::input(
+                    "network",
+                    "network: ports need a network; leave network unset, or set it to \"host\".",
+                ))
+            }
+            Some(network) => network,
+            None if options.ports.is_empty() => NetworkMode::None,
+            None => NetworkMode::Host,
+        };
+        Ok(DockerSandbox {
+            options,
+            network,
+            endpoint,
+            client: Mutex::new(None),
+        })
+    }
+
+    /// The endpoint this provider talks to.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// The container name of `session_id`.
+    pub fn container_name(&self, session_id: &str) -> String {
+        format!("{}{}", self.options.name_prefix, resource_name(session_id))
+    }
+
+    /// The client, made at first use (and again after a failure to make it).
+    fn docker(&self) -> Result<Docker> {
+        let mut client = self
+            .client
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(docker) = client.as_ref() {
+            return Ok(docker.clone());
+        }
+        let docker = self.endpoint.connect()?;
+        *client = Some(docker.clone());
+        Ok(docker)
+    }
+
+    /// The limits, for labels and descriptions: `1 CPU, 1024 MiB of memory, 256 processes`.
+    fn limits_text(&self) -> String {
+        let options = &self.options;
+        format!(
+            "{} CPU, {} MiB of memory, {} processes",
+            options.cpus,
+            options.memory_bytes / (1024 * 1024),
+            options.pids_limit
+        )
+    }
+
+    fn create_body(&self, session_id: &str) -> ContainerCreateBody {
+        let options = &self.options;
+        let mut env = vec![format!("HOME={}", options.home)];
+        env.extend(
+            options
+                .env
+                .iter()
+                .map(|(name, value)| format!("{name}={value}")),
+        );
+        let labels = HashMap::from([
+            (LABEL_SESSION.to_owned(), session_id.to_owned()),
+            (
+                LABEL_WORKING_DIRECTORY.to_owned(),
+                options.working_directory.clone(),
+            ),
+            (LABEL_HOME.to_owned(), options.home.clone()),
+            (
+                LABEL_PORTS.to_owned(),
+                options
+                    .ports
+                    .iter()
+                    .map(u16::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            (LABEL_USER.to_owned(), options.user.clone()),
+            (LABEL_NETWORK.to_owned(), self.network.as_str().to_owned()),
+            (LABEL_LIMITS.to_owned(), self.limits_text()),
+        ]);
+        ContainerCreateBody {
+            image: Some(options.image.clone()),
+            user: Some(options.user.clone()),
+            env: Some(env),
+            working_dir: Some(options.working_directory.clone()),
+            entrypoint: Some(vec!["/bin/sh".into(), "-c".into(), KEEP_ALIVE.into()]),
+            cmd: Some(Vec::new()),
+            labels: Some(labels),
+            stop_timeout: Some(5),
+            host_config: Some(HostConfig {
+                init: Some(true),
+                cap_drop: Some(vec!["ALL".into()]),
+                security_opt: Some(vec!["no-new-privileges".into()]),
+                memory: Some(options.memory_bytes),
+                memory_swap: Some(options.memory_bytes),
+                nano_cpus: Some((options.cpus * 1e9) as i64),
+                pids_limit: Some(options.pids_limit),
+                network_mode: Some(self.network.as_str().into()),
+                ..HostConfig::default()
+            }),
+            ..ContainerCreateBody::default()
+        }
+    }
+
+    async fn pull(&self, docker: &Docker) -> Result<()> {
+        let (image, tag) = match self.options.image.rsplit_once(':') {
+            Some((image, tag)) if !tag.contains('/') => (image.to_owned(), tag.to_owned()),
+            _ => (self.options.image.clone(), "latest".to_owned()),
+        };
+        let options = CreateImageOptionsBuilder::default()
+            .from_image(&image)
+            .tag(&tag)
+            .build();
+        let mut progress = docker.create_image(Some(options), None, None);
+        while let Some(step) = progress.next().await {
+            step.map_err(|error| {
+                self.endpoint
+                    .failure(&format!("pull the image {}", self.options.image), error)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The container of a session, made ready from its inspection: started if it was not running.
+    async fn attach(
+        &self,
+        docker: Docker,
+        name: String,
+    ) -> Result<Option<Arc<dyn SandboxSession>>> {
+        let inspected = match docker
+            .inspect_container(&name, None::<InspectContainerOptions>)
+            .await
+        {
+            Ok(inspected) => inspected,
+            Err(error) if status_of(&error) == Some(404) => return Ok(None),
+            Err(error) => {
+                return Err(self
+                    .endpoint
+                    .failure(&format!("inspect the container {name}"), error))
+            }
+        };
+        let labels = inspected
+            .config
+            .as_ref()
+            .and_then(|config| config.labels.clone())
+            .unwrap_or_default();
+        if !labels.contains_key(LABEL_SESSION) {
+            return Err(SessionError::host(format!(
+                "The container {name} was not made by harness-sessions (it has no {LABEL_SESSION} label): refusing to use it. Remove or rename it."
+            )));
+        }
+        let state = inspected.state.unwrap_or_default();
+        if state.paused == Some(true) {
+            docker.unpause_container(&name).await.map_err(|error| {
+                self.endpoint
+                    .failure(&format!("unpause the container {name}"), error)
+            })?;
+        } else if state.running != Some(true) {
+            match docker
+                .start_container(&name, None::<StartContainerOptions>)
+                .await
+            {
+                Ok(()) => {}
+                Err(error) if status_of(&error) == Some(304) => {}
+                Err(error) => {
+                    return Err(self
+                        .endpoint
+                        .failure(&format!("start the container {name} again"), error))
+                }
+            }
+        }
+        let label = |key: &str| labels.get(key).cloned();
+        let working_directory = label(LABEL_WORKING_DIRECTORY)
+            .unwrap_or_else(|| self.options.working_directory.clone());
+        let home = label(LABEL_HOME).unwrap_or_else(|| self.options.home.clone());
+        let user = label(LABEL_USER).unwrap_or_else(|| self.options.user.clone());
+        let network = label(LABEL_NETWORK)
+            .and_then(|network| NetworkMode::parse(&network).ok())
+            .unwrap_or(self.network);
+        let ports: Vec<u16> = match label(LABEL_PORTS) {
+            Some(ports) => ports
+                .split(',')
+                .filter_map(|port| port.trim().parse().ok())
+                .collect(),
+            None => self.options.ports.clone(),
+        };
+        let limits = label(LABEL_LIMITS).unwrap_or_default();
+        let settings = Settings {
+            image: inspected
+                .config
+                .and_then(|config| config.image)
+                .unwrap_or_else(|| self.options.image.clone()),
+            user,
+            home,
+            network,
+            limits,
+        };
+        let container = Container::new(docker, self.endpoint.clone(), name, settings)?;
+        Ok(Some(container.root_view(working_directory, ports)?))
+    }
+}
+
+#[async_trait]
+impl SandboxProvider for DockerSandbox {
+    fn provider_id(&self) -> &str {
+        "harness-sessions.docker"
+    }
+
+    fn resource_name(&self, session_id: &str) -> String {
+        format!("container {}", self.container_name(session_id))
+    }
+
+    async fn create(&self, session_id: Option<&str>) -> Result<Arc<dyn SandboxSession>> {
+        let generated;
+        let session_id = match session_id {
+            Some(id) => id,
+            None => {
+                generated = format!("session-{:016x}", random_u64());
+                &generated
+            }
+        };
+        let docker = self.docker()?;
+        let name = self.container_name(session_id);
+        let options = CreateContainerOptionsBuilder::default().name(&name).build();
+        let mut pulled = false;
+        loop {
+            match docker
+                .create_container(Some(options.clone()), self.create_body(session_id))
+                .await
+            {
+                Ok(_) => break,
+                Err(error)
+                    if status_of(&error) == Some(404) && message_of(&error).contains("image") =>
+                {
+                    if self.options.pull && !pulled {
+                        self.pull(&docker).await?;
+                        pulled = true;
+                        continue;
+                    }
+                    return Err(SessionError::host(format!(
+                        "The image {} is not on the Docker Engine at {}: build or import it there first \
+                         (scripts/docker/build-test-image.sh makes the test image), or set `pull: true` to pull it.",
+                        self.options.image,
+                        self.endpoint.display()
+                    )));
+                }
+                Err(error) if status_of(&error) == Some(409) => {
+                    return Err(SessionError::host(format!(
+                        "A sandbox container {name} already exists for session {session_id}: resume it, or destroy it first."
+                    )));
+                }
+                Err(error) => {
+                    return Err(self.endpoint.failure(
+                        &format!("create the container {name} from {}", self.options.image),
+                        error,
+                    ))
+                }
+            }
+        }
+        let (uid, gid) = parse_user(&self.options.user)?;
+        let settings = Settings {
+            image: self.options.image.clone(),
+            user: self.options.user.clone(),
+            home: self.options.home.clone(),
+            network: self.network,
+            limits: self.limits_text(),
+        };
+        let container = Container::new(
+            docker.clone(),
+            self.endpoint.clone(),
+            name.clone(),
+            settings,
+        )?;
+        let prepared = async {
+            container
+                .make_directories(
+                    &[&self.options.working_directory, &self.options.home],
+                    uid,
+                    gid,
+                )
+                .await?;
+            docker
+                .start_container(&name, None::<StartContainerOptions>)
+                .await
+                .map_err(|error| {
+                    self.endpoint
+                        .failure(&format!("start the container {name}"), error)
+                })
+        }
+        .await;
+        if let Err(error) = prepared {
+            // Leave nothing half made behind.
+            let _ = container.remove().await;
+            return Err(error);
+        }
+        container.root_view(
+            self.options.working_directory.clone(),
+            self.options.ports.clone(),
+        )
+    }
+
+    async fn find(&self, session_id: &str) -> Result<Option<Arc<dyn SandboxSession>>> {
+        let docker = self.docker()?;
+        self.attach(docker, self.container_name(session_id)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_sizes_parse_like_docker() {
+        assert_eq!(parse_memory("512m"), Ok(512 * 1024 * 1024));
+        assert_eq!(parse_memory("1g"), Ok(1024 * 1024 * 1024));
+        assert_eq!(parse_memory("1.5GB"), Ok(1536 * 1024 * 1024));
+        assert_eq!(parse_memory("8388608"), Ok(8388608));
+        assert!(parse_memory("1m").is_err());
+        assert!(parse_memory("lots").is_err());
+    }
+
+    #[test]
+    fn options_are_checked() {
+        let ok = DockerSandboxOptions {
+            image: "x".into(),
+            ..DockerSandboxOptions::default()
+        };
+        assert!(DockerSandbox::new(ok.clone()).is_ok());
+        for bad in [
+            DockerSandboxOptions {
+                image: " ".into(),
+                ..ok.clone()
+            },
+            DockerSandboxOptions {
+                user: "sandbox".into(),
+                ..ok.clone()
+            },
+            DockerSandboxOptions {
+                working_directory: "work".into(),
+                ..ok.clone()
+            },
+            DockerSandboxOptions {
+                ports: vec![1, 1],
+                ..ok.clone()
+            },
+            DockerSandboxOptions {
+                cpus: 0.0,
+                ..ok.clone()
+            },
+            DockerSandboxOptions {
+                pids_limit: 1,
+                ..ok.clone()
+            },
+            DockerSandboxOptions {
+                ports: vec![4000],
+                network: Some(NetworkMode::None),
+                ..ok.clone()
+            },
+            DockerSandboxOptions {
+                host: Some("ssh://x".into()),
+                ..ok.clone()
+            },
+        ] {
+            assert!(matches!(
+                DockerSandbox::new(bad),
+                Err(SessionError::Input { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn networking_follows_the_ports() {
+        let with_ports = DockerSandbox::new(DockerSandboxOptions {
+            image: "x".into(),
+            ports: vec![4000],
+            ..DockerSandboxOptions::default()
+        });
+        assert_eq!(
+            with_ports.map(|sandbox| sandbox.network),
+            Ok(NetworkMode::Host)
+        );
+    }
+
+    #[test]
+    fn container_names_come_from_session_ids() {
+        let sandbox = DockerSandbox::new(DockerSandboxOptions {
+            image: "x".into(),
+            ..DockerSandboxOptions::default()
+        })
+        .expect("valid options");
+        assert_eq!(sandbox.container_name("chat-1"), "harness-sessions-chat-1");
+        assert!(sandbox
+            .container_name("a/b")
+            .starts_with("harness-sessions-a-b-"));
+    }
+}

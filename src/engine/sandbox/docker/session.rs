@@ -1,0 +1,916 @@
+//! One container and its views: commands through `exec`, files through the archive API.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use bollard::container::LogOutput;
+use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
+use bollard::query_parameters::{
+    ContainerArchiveInfoOptionsBuilder, DownloadFromContainerOptionsBuilder,
+    RemoveContainerOptionsBuilder, StopContainerOptionsBuilder, UploadToContainerOptionsBuilder,
+};
+use bollard::Docker;
+use bytes::{Bytes, BytesMut};
+use futures::{StreamExt, TryStreamExt};
+
+use super::client::{message_of, status_of, Endpoint};
+use super::tar::{self, EntryKind};
+use super::{parse_user, NetworkMode};
+use crate::engine::error::{Result, SessionError};
+use crate::engine::sandbox::paths::{self, ConfinedPath, PathPolicy};
+use crate::engine::sandbox::process::{process_channel, ExitStatus, ProcessSink};
+use crate::engine::sandbox::view::{
+    fresh_fork_name, loopback_endpoint, random_u64, validate_ports,
+};
+use crate::engine::sandbox::{
+    Command, FileStream, ForkOptions, PortEndpoint, PortProtocol, SandboxProcess, SandboxSession,
+};
+
+/// Go's `os.ModeDir` and `os.ModeSymlink`, as the archive API reports a path's mode.
+const MODE_DIRECTORY: u32 = 1 << 31;
+const MODE_SYMLINK: u32 = 1 << 27;
+
+/// The script every command runs in: it prints its process id on stderr's first line, then
+/// becomes the command (`$1`), keeping that id, which leads the process group `docker exec` makes.
+const EXEC_WRAPPER: &str = "echo \"$$\" >&2; exec /bin/sh -c \"$1\"";
+
+/// What the archive API says of a path.
+#[derive(Debug, Clone)]
+struct Stat {
+    file_mode: u32,
+    link_target: String,
+}
+
+/// What a container was made with, as far as its views need it.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) image: String,
+    pub(crate) user: String,
+    pub(crate) home: String,
+    pub(crate) network: NetworkMode,
+    pub(crate) limits: String,
+}
+
+/// A container, shared by its views.
+#[derive(Debug)]
+pub(crate) struct Container {
+    docker: Docker,
+    endpoint: Endpoint,
+    name: String,
+    settings: Settings,
+    uid: u64,
+    gid: u64,
+    /// The process ids (inside the container) of running commands, by the view that started them.
+    processes: Mutex<HashMap<u32, u64>>,
+}
+
+/// A path once checked against the container's file system: the stats of its prefixes below
+/// its root, `None` from the first that does not exist.
+struct Checked {
+    confined: ConfinedPath,
+    prefixes: Vec<(String, Option<Stat>)>,
+}
+
+impl Checked {
+    fn last(&self) -> Option<&Stat> {
+        if self.prefixes.len() < self.confined.prefixes_below_root().len() {
+            return None;
+        }
+        self.prefixes.last().and_then(|(_, stat)| stat.as_ref())
+    }
+}
+
+/// Where an archive that makes a checked path is unpacked: the deepest directory that exists, the
+/// directories to make below it, and what is at the path now.
+struct Placement {
+    directory: String,
+    missing: Vec<String>,
+    last: Option<Stat>,
+}
+
+impl Placement {
+    /// `absolute` relative to the directory the archive is unpacked in.
+    fn relative(&self, absolute: &str) -> String {
+        if self.directory == "/" {
+            absolute.trim_start_matches('/').to_owned()
+        } else {
+            absolute[self.directory.len()..]
+                .trim_start_matches('/')
+                .to_owned()
+        }
+    }
+}
+
+impl Container {
+    pub(crate) fn new(
+        docker: Docker,
+        endpoint: Endpoint,
+        name: String,
+        settings: Settings,
+    ) -> Result<Arc<Self>> {
+        let (uid, gid) = parse_user(&settings.user)?;
+        Ok(Arc::new(Container {
+            docker,
+            endpoint,
+            name,
+            settings,
+            uid,
+            gid,
+            processes: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// The view of the whole container.
+    pub(crate) fn root_view(
+        self: Arc<Self>,
+        working_directory: String,
+        ports: Vec<u16>,
+    ) -> Result<Arc<dyn SandboxSession>> {
+        let policy = PathPolicy::new(
+            [
+                working_directory.clone(),
+                self.settings.home.clone(),
+                "/tmp".to_owned(),
+            ],
+            &working_directory,
+        )?;
+        Ok(Arc::new(DockerSandboxSession {
+            container: self,
+            view: 0,
+            working_directory,
+            ports,
+            policy,
+            owns_directory: false,
+        }))
+    }
+
+    fn processes(&self) -> MutexGuard<'_, HashMap<u32, u64>> {
+        self.processes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A failure of Docker while trying to `doing`, with a gone or stopped container in words.
+    fn failure(&self, doing: &str, error: bollard::errors::Error) -> SessionError {
+        let message = message_of(&error);
+        match status_of(&error) {
+            Some(404) if message.contains("no such container") => SessionError::host(format!(
+                "The sandbox container {} is gone (destroyed, or removed outside harness-sessions): create the session's sandbox again.",
+                self.name
+            )),
+            Some(409) if message.contains("not running") || message.contains("is paused") => {
+                SessionError::host(format!(
+                    "The sandbox container {} is stopped: resume the session to start it again.",
+                    self.name
+                ))
+            }
+            _ => self.endpoint.failure(doing, error),
+        }
+    }
+
+    /// Creates `directories` (absolute) with their missing parents, owned by `uid:gid`, through
+    /// the archive API: it works before the container starts, and as root, whatever the user.
+    pub(crate) async fn make_directories(
+        &self,
+        directories: &[&str],
+        uid: u64,
+        gid: u64,
+    ) -> Result<()> {
+        let mut archive = Vec::new();
+        for directory in directories {
+            let relative = directory.trim_start_matches('/');
+            if !relative.is_empty() {
+                tar::append_header(
+                    &mut archive,
+                    relative,
+                    EntryKind::Directory,
+                    0o755,
+                    uid,
+                    gid,
+                );
+            }
+        }
+        tar::finish(&mut archive);
+        self.upload("/", archive).await
+    }
+
+    async fn upload(&self, directory: &str, archive: Vec<u8>) -> Result<()> {
+        let options = UploadToContainerOptionsBuilder::default()
+            .path(directory)
+            .no_overwrite_dir_non_dir("true")
+            .build();
+        self.docker
+            .upload_to_container(
+                &self.name,
+                Some(options),
+                bollard::body_full(Bytes::from(archive)),
+            )
+            .await
+            .map_err(|error| self.failure(&format!("write files in {directory}"), error))
+    }
+
+    async fn stat(&self, path: &str) -> Result<Option<Stat>> {
+        let options = ContainerArchiveInfoOptionsBuilder::default()
+            .path(path)
+            .build();
+        match self
+            .docker
+            .get_container_archive_info(&self.name, Some(options))
+            .await
+        {
+            Ok(stat) => Ok(Some(Stat {
+                file_mode: stat.file_mode,
+                link_target: stat.link_target,
+            })),
+            Err(error)
+                if status_of(&error) == Some(404)
+                    && !message_of(&error).contains("no such container") =>
+            {
+                Ok(None)
+            }
+            // A HEAD answer has no body: a 404 without a message is a missing path, unless the
+            // container itself is missing, which the caller finds out on its next request.
+            Err(error) => Err(self.failure(&format!("look up {path}"), error)),
+        }
+    }
+
+    /// `path` confined by `policy`, its prefixes looked up (at once) and symbolic links among them
+    /// checked to stay inside the roots.
+    async fn check(&self, policy: &PathPolicy, path: &str) -> Result<Checked> {
+        let confined = policy.resolve(path)?;
+        let prefixes = confined.prefixes_below_root();
+        let stats =
+            futures::future::try_join_all(prefixes.iter().map(|prefix| self.stat(prefix))).await?;
+        let mut checked = Vec::new();
+        for (prefix, stat) in prefixes.into_iter().zip(stats) {
+            let Some(stat) = stat else {
+                checked.push((prefix, None));
+                break;
+            };
+            if stat.file_mode & MODE_SYMLINK != 0 {
+                let target = paths::normalize_absolute(&stat.link_target)
+                    .unwrap_or_else(|| stat.link_target.clone());
+                if policy.contains(&target).is_none() {
+                    return Err(policy.link_outside(path, &target));
+                }
+            }
+            checked.push((prefix, Some(stat)));
+        }
+        Ok(Checked {
+            confined,
+            prefixes: checked,
+        })
+    }
+
+    /// Where to unpack an archive that makes `checked`: every prefix above the path itself must be
+    /// a directory, or a link to one, or missing.
+    async fn place(&self, checked: &Checked, path: &str) -> Result<Placement> {
+        let all = checked.confined.prefixes_below_root();
+        let mut placement = Placement {
+            directory: checked.confined.root.clone(),
+            missing: Vec::new(),
+            last: None,
+        };
+        for (index, prefix) in all.iter().enumerate() {
+            let stat = checked
+                .prefixes
+                .get(index)
+                .and_then(|(_, stat)| stat.clone());
+            if index + 1 == all.len() {
+                placement.last = stat;
+                break;
+            }
+            match stat {
+                None => placement.missing.push(prefix.clone()),
+                Some(stat) => {
+                    let leads_to_directory = if stat.file_mode & MODE_SYMLINK != 0 {
+                        self.stat(&stat.link_target)
+                            .await?
+                            .is_some_and(|target| target.file_mode & MODE_DIRECTORY != 0)
+                    } else {
+                        stat.file_mode & MODE_DIRECTORY != 0
+                    };
+                    if !leads_to_directory {
+                        return Err(SessionError::input(
+                            path,
+                            format!("Cannot write {path:?}: {prefix} is in the way, and is not a directory."),
+                        ));
+                    }
+                    placement.directory = prefix.clone();
+                }
+            }
+        }
+        Ok(placement)
+    }
+
+    /// Runs `argv` as the sandbox user to its end, for the sandbox's own chores.
+    async fn chore(&self, argv: Vec<String>) -> Result<i64> {
+        let doing = format!(
+            "run {:?} in the container {}",
+            argv.first().map(String::as_str).unwrap_or(""),
+            self.name
+        );
+        let exec = self
+            .docker
+            .create_exec(
+                &self.name,
+                CreateExecOptions {
+                    cmd: Some(argv),
+                    user: Some(self.settings.user.clone()),
+                    attach_stdout: Some(true),
+                    attach_stderr: Some(true),
+                    ..CreateExecOptions::default()
+                },
+            )
+            .await
+            .map_err(|error| self.failure(&doing, error))?;
+        if let StartExecResults::Attached { mut output, .. } = self
+            .docker
+            .start_exec(&exec.id, None::<StartExecOptions>)
+            .await
+            .map_err(|error| self.failure(&doing, error))?
+        {
+            while let Some(frame) = output.next().await {
+                frame.map_err(|error| self.failure(&doing, error))?;
+            }
+        }
+        let inspected = self
+            .docker
+            .inspect_exec(&exec.id)
+            .await
+            .map_err(|error| self.failure(&doing, error))?;
+        Ok(inspected.exit_code.unwrap_or(-1))
+    }
+
+    /// Kills the process groups led by `pids`.
+    async fn kill(&self, pids: &[u32]) -> Result<()> {
+        if pids.is_empty() {
+            return Ok(());
+        }
+        let mut script = String::from("for p in \"$@\"; do kill -KILL -- \"-$p\" 2>/dev/null || kill -KILL \"$p\" 2>/dev/null; done; true");
+        script.shrink_to_fit();
+        let mut argv = vec![
+            "/bin/sh".to_owned(),
+            "-c".to_owned(),
+            script,
+            "kill".to_owned(),
+        ];
+        argv.extend(pids.iter().map(u32::to_string));
+        self.chore(argv).await.map(|_| ())
+    }
+
+    /// Removes the container and its files; a container already gone is fine.
+    pub(crate) async fn remove(&self) -> Result<()> {
+        let options = RemoveContainerOptionsBuilder::default()
+            .force(true)
+            .v(true)
+            .build();
+        match self
+            .docker
+            .remove_container(&self.name, Some(options))
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(error) if status_of(&error) == Some(404) => Ok(()),
+            Err(error)
+                if status_of(&error) == Some(409)
+                    && message_of(&error).contains("already in progress") =>
+            {
+                Ok(())
+            }
+            Err(error) => Err(self
+                .endpoint
+                .failure(&format!("remove the container {}", self.name), error)),
+        }
+    }
+}
+
+/// One view of a Docker sandbox: the whole container, or a fork of it.
+#[derive(Debug)]
+pub struct DockerSandboxSession {
+    container: Arc<Container>,
+    view: u64,
+    working_directory: String,
+    ports: Vec<u16>,
+    policy: PathPolicy,
+    owns_directory: bool,
+}
+
+impl DockerSandboxSession {
+    /// The container's name.
+    pub fn container_name(&self) -> &str {
+        &self.container.name
+    }
+
+    /// The network of the container.
+    pub fn network(&self) -> NetworkMode {
+        self.container.settings.network
+    }
+
+    /// Reads stderr frames until the wrapper's first line, the process id; returns it and the rest
+    /// of what was read, split by stream.
+    async fn read_pid(
+        output: &mut (impl futures::Stream<Item = std::result::Result<LogOutput, bollard::errors::Error>>
+                  + Unpin),
+    ) -> (Option<u32>, Vec<LogOutput>, bool) {
+        let mut early = Vec::new();
+        let mut line = BytesMut::new();
+        while let Some(frame) = output.next().await {
+            match frame {
+                Ok(LogOutput::StdErr { message }) => {
+                    line.extend_from_slice(&message);
+                    if let Some(end) = line.iter().position(|byte| *byte == b'\n') {
+                        let pid = std::str::from_utf8(&line[..end])
+                            .ok()
+                            .and_then(|text| text.trim().parse().ok());
+                        let rest = line.split_off(end + 1);
+                        if !rest.is_empty() {
+                            early.push(LogOutput::StdErr {
+                                message: rest.freeze(),
+                            });
+                        }
+                        return (pid, early, false);
+                    }
+                }
+                Ok(other) => early.push(other),
+                Err(_) => return (None, early, true),
+            }
+        }
+        if !line.is_empty() {
+            early.push(LogOutput::StdErr {
+                message: line.freeze(),
+            });
+        }
+        (None, early, true)
+    }
+}
+
+async fn deliver(sink: &ProcessSink, frame: LogOutput) {
+    match frame {
+        LogOutput::StdOut { message } | LogOutput::Console { message } => {
+            sink.stdout.write(message).await
+        }
+        LogOutput::StdErr { message } => sink.stderr.write(message).await,
+        LogOutput::StdIn { .. } => {}
+    }
+}
+
+#[async_trait]
+impl SandboxSession for DockerSandboxSession {
+    fn id(&self) -> &str {
+        &self.container.name
+    }
+
+    fn default_working_directory(&self) -> &str {
+        &self.working_directory
+    }
+
+    fn ports(&self) -> &[u16] {
+        &self.ports
+    }
+
+    fn description(&self) -> String {
+        let settings = &self.container.settings;
+        let network = match settings.network {
+            NetworkMode::None => "Network: none.".to_owned(),
+            NetworkMode::Host if self.ports.is_empty() => "Network: the host's.".to_owned(),
+            NetworkMode::Host => format!(
+                "Network: the host's; ports {} are reached on 127.0.0.1.",
+                self.ports
+                    .iter()
+                    .map(u16::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let limits = if settings.limits.is_empty() {
+            String::new()
+        } else {
+            format!(" Limits: {}.", settings.limits)
+        };
+        format!(
+            "A Linux container ({}) from the image {}, running as the non-root user {}, with every capability dropped and no-new-privileges.{limits} \
+             Working directory: {}. Home: {}. Files can be read and written in {}. {network}",
+            self.container.name,
+            settings.image,
+            settings.user,
+            self.working_directory,
+            settings.home,
+            self.policy.roots().join(", "),
+        )
+    }
+
+    fn port_endpoint(&self, port: u16, protocol: PortProtocol) -> Result<PortEndpoint> {
+        if self.container.settings.network == NetworkMode::None {
+            return Err(SessionError::input(
+                "port",
+                format!(
+                    "The sandbox container {} has no network, so no port of it can be reached: give dockerSandbox ports, or network \"host\".",
+                    self.container.name
+                ),
+            ));
+        }
+        loopback_endpoint(&self.ports, port, protocol)
+    }
+
+    async fn spawn(&self, command: Command) -> Result<SandboxProcess> {
+        command.validate()?;
+        let container = self.container.clone();
+        let directory = match &command.working_directory {
+            Some(directory) if directory.starts_with('/') => directory.clone(),
+            Some(directory) => paths::join(&self.working_directory, directory),
+            None => self.working_directory.clone(),
+        };
+        let doing = format!("run a command in the container {}", container.name);
+        let exec = container
+            .docker
+            .create_exec(
+                &container.name,
+                CreateExecOptions {
+                    cmd: Some(vec![
+                        "/bin/sh".to_owned(),
+                        "-c".to_owned(),
+                        EXEC_WRAPPER.to_owned(),
+                        "harness-sessions".to_owned(),
+                        command.command.clone(),
+                    ]),
+                    env: Some(
+                        command
+                            .env
+                            .iter()
+                            .map(|(name, value)| format!("{name}={value}"))
+                            .collect(),
+                    ),
+                    working_dir: Some(directory.clone()),
+                    user: Some(container.settings.user.clone()),
+                    attach_stdout: Some(true),
+                    attach_stderr: Some(true),
+                    ..CreateExecOptions::default()
+                },
+            )
+            .await
+            .map_err(|error| container.failure(&doing, error))?;
+        let started = container
+            .docker
+            .start_exec(
+                &exec.id,
+                Some(StartExecOptions {
+                    output_capacity: Some(64 * 1024),
+                    ..StartExecOptions::default()
+                }),
+            )
+            .await
+            .map_err(|error| container.failure(&doing, error))?;
+        let StartExecResults::Attached { mut output, input } = started else {
+            return Err(SessionError::internal("docker started a command detached"));
+        };
+        let (pid, early, ended) = Self::read_pid(&mut output).await;
+        if pid.is_none() && ended {
+            // The wrapper never ran: the exec failed to start. Say why in Docker's words.
+            let said: Vec<String> = early
+                .iter()
+                .map(|frame| {
+                    String::from_utf8_lossy(&frame.clone().into_bytes())
+                        .trim()
+                        .to_owned()
+                })
+                .filter(|text| !text.is_empty())
+                .collect();
+            let said = said.join(" ");
+            if said.contains("chdir") || said.contains("no such file or directory") {
+                return Err(SessionError::input(
+                    "workingDirectory",
+                    format!("The working directory {directory} does not exist in the sandbox."),
+                ));
+            }
+            let inspected = container.docker.inspect_exec(&exec.id).await.ok();
+            if let Some(code) = inspected
+                .and_then(|inspected| inspected.exit_code)
+                .filter(|code| *code != 0)
+            {
+                return Err(SessionError::host(format!(
+                    "The sandbox container {} could not start the command (exit {code}){}",
+                    container.name,
+                    if said.is_empty() {
+                        ".".to_owned()
+                    } else {
+                        format!(": {said}")
+                    }
+                )));
+            }
+            return Err(SessionError::host(format!(
+                "The sandbox container {} could not start the command{}",
+                container.name,
+                if said.is_empty() {
+                    ".".to_owned()
+                } else {
+                    format!(": {said}")
+                }
+            )));
+        }
+        if let Some(pid) = pid {
+            container.processes().insert(pid, self.view);
+        }
+        let (process, sink) = process_channel(pid);
+        let exec_id = exec.id;
+        tokio::spawn(async move {
+            // Kept open: the attached connection closes with it.
+            let _input = input;
+            for frame in early {
+                deliver(&sink, frame).await;
+            }
+            let mut kill_requested = sink.kill_requested.clone();
+            let mut failure = None;
+            let mut killing = false;
+            loop {
+                tokio::select! {
+                    frame = output.next() => match frame {
+                        Some(Ok(frame)) => deliver(&sink, frame).await,
+                        Some(Err(error)) => {
+                            failure = Some(container.failure("read a command's output", error));
+                            break;
+                        }
+                        None => break,
+                    },
+                    changed = kill_requested.changed(), if !killing => {
+                        match changed {
+                            Ok(()) if *kill_requested.borrow() => {
+                                killing = true;
+                                if let Some(pid) = pid {
+                                    let container = container.clone();
+                                    tokio::spawn(async move {
+                                        let _ = container.kill(&[pid]).await;
+                                    });
+                                }
+                            }
+                            Ok(()) => {}
+                            Err(_) => killing = true,
+                        }
+                    }
+                }
+            }
+            sink.stdout.close();
+            sink.stderr.close();
+            if let Some(pid) = pid {
+                container.processes().remove(&pid);
+            }
+            let status = match failure {
+                Some(failure) => Err(failure),
+                None => match container.docker.inspect_exec(&exec_id).await {
+                    Ok(inspected) => Ok(ExitStatus {
+                        code: inspected
+                            .exit_code
+                            .and_then(|code| i32::try_from(code).ok())
+                            .unwrap_or(137),
+                        killed: sink.kill_was_requested(),
+                    }),
+                    Err(error) => Err(container.failure("learn how a command ended", error)),
+                },
+            };
+            sink.finish(status);
+        });
+        Ok(process)
+    }
+
+    async fn read_file(&self, path: &str) -> Result<Option<FileStream>> {
+        let checked = self.container.check(&self.policy, path).await?;
+        let Some(stat) = checked.last() else {
+            return Ok(None);
+        };
+        if stat.file_mode & MODE_DIRECTORY != 0 {
+            return Err(SessionError::input(
+                path,
+                format!("The path {path:?} is a directory, not a file."),
+            ));
+        }
+        let source = if stat.file_mode & MODE_SYMLINK != 0 {
+            stat.link_target.clone()
+        } else {
+            checked.confined.absolute.clone()
+        };
+        if source != checked.confined.absolute {
+            // A link inside the roots: read what it leads to, if it leads anywhere.
+            match self.container.stat(&source).await? {
+                None => return Ok(None),
+                Some(target) if target.file_mode & MODE_DIRECTORY != 0 => {
+                    return Err(SessionError::input(
+                        path,
+                        format!("The path {path:?} is a directory, not a file."),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        let options = DownloadFromContainerOptionsBuilder::default()
+            .path(&source)
+            .build();
+        let mut archive = self
+            .container
+            .docker
+            .download_from_container(&self.container.name, Some(options));
+        // The first chunk tells whether the engine found the file.
+        let first = match archive.next().await {
+            None => {
+                return Err(SessionError::host(
+                    "The Docker Engine sent an empty file archive.",
+                ))
+            }
+            Some(Err(error)) if status_of(&error) == Some(404) => {
+                if message_of(&error).contains("no such container") {
+                    return Err(self.container.failure("read a file", error));
+                }
+                return Ok(None);
+            }
+            Some(Err(error)) => {
+                return Err(self.container.failure(&format!("read {source}"), error))
+            }
+            Some(Ok(first)) => first,
+        };
+        let rest = futures::stream::once(async move { Ok(first) }).chain(archive);
+        let container = self.container.clone();
+        let stream = tar::first_file(Box::pin(rest), move |error| {
+            container.failure("read a file", error)
+        })
+        .await
+        .map_err(|error| match error {
+            SessionError::Host { message, .. } if message.starts_with("The path is") => {
+                SessionError::input(
+                    path,
+                    format!("{path:?}: {}", message.trim_start_matches("The path ")),
+                )
+            }
+            other => other,
+        })?;
+        Ok(Some(stream))
+    }
+
+    async fn write_file(&self, path: &str, content: FileStream) -> Result<()> {
+        let checked = self.container.check(&self.policy, path).await?;
+        if checked.confined.absolute == checked.confined.root {
+            return Err(SessionError::input(
+                path,
+                format!("The path {path:?} is a directory, not a file."),
+            ));
+        }
+        let placement = self.container.place(&checked, path).await?;
+        let mut mode = 0o644;
+        if let Some(last) = &placement.last {
+            if last.file_mode & MODE_DIRECTORY != 0 {
+                return Err(SessionError::input(
+                    path,
+                    format!("The path {path:?} is a directory, not a file."),
+                ));
+            }
+            if last.file_mode & MODE_SYMLINK == 0 {
+                mode = last.file_mode & 0o7777;
+            }
+        }
+        let content: Vec<Bytes> = content.try_collect().await?;
+        let size: usize = content.iter().map(Bytes::len).sum();
+        let mut archive = Vec::with_capacity(size + 2048);
+        for directory in &placement.missing {
+            tar::append_header(
+                &mut archive,
+                &placement.relative(directory),
+                EntryKind::Directory,
+                0o755,
+                self.container.uid,
+                self.container.gid,
+            );
+        }
+        tar::append_header(
+            &mut archive,
+            &placement.relative(&checked.confined.absolute),
+            EntryKind::File(size as u64),
+            mode,
+            self.container.uid,
+            self.container.gid,
+        );
+        for chunk in &content {
+            archive.extend_from_slice(chunk);
+        }
+        tar::pad(&mut archive, size);
+        tar::finish(&mut archive);
+        self.container.upload(&placement.directory, archive).await
+    }
+
+    async fn stop(&self) -> Result<()> {
+        if self.view != 0 {
+            let pids: Vec<u32> = self
+                .container
+                .processes()
+                .iter()
+                .filter(|(_, view)| **view == self.view)
+                .map(|(pid, _)| *pid)
+                .collect();
+            return match self.container.kill(&pids).await {
+                Err(SessionError::Host { message, .. })
+                    if message.contains("is stopped") || message.contains("is gone") =>
+                {
+                    Ok(())
+                }
+                other => other,
+            };
+        }
+        let options = StopContainerOptionsBuilder::default().t(5).build();
+        match self
+            .container
+            .docker
+            .stop_container(&self.container.name, Some(options))
+            .await
+        {
+            Ok(()) => {}
+            Err(error) if matches!(status_of(&error), Some(304) | Some(404)) => {}
+            Err(error) => {
+                return Err(self.container.failure(
+                    &format!("stop the container {}", self.container.name),
+                    error,
+                ))
+            }
+        }
+        self.container.processes().clear();
+        Ok(())
+    }
+
+    async fn destroy(&self) -> Result<()> {
+        if self.view == 0 {
+            self.container.processes().clear();
+            return self.container.remove().await;
+        }
+        self.stop().await?;
+        if self.owns_directory {
+            let code = self
+                .container
+                .chore(vec![
+                    "rm".into(),
+                    "-rf".into(),
+                    "--".into(),
+                    self.working_directory.clone(),
+                ])
+                .await?;
+            if code != 0 {
+                return Err(SessionError::host(format!(
+                    "Could not remove the working directory {} of a fork of the container {} (rm exited {code}).",
+                    self.working_directory, self.container.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    async fn fork(&self, options: ForkOptions) -> Result<Arc<dyn SandboxSession>> {
+        validate_ports(&options.ports, "ports")?;
+        if !options.ports.is_empty() && self.container.settings.network == NetworkMode::None {
+            return Err(SessionError::input(
+                "ports",
+                format!(
+                    "The sandbox container {} has no network, so a fork of it cannot expose ports: give dockerSandbox ports, or network \"host\".",
+                    self.container.name
+                ),
+            ));
+        }
+        let requested = options.working_directory.unwrap_or_else(fresh_fork_name);
+        let checked = self.container.check(&self.policy, &requested).await?;
+        let directory = checked.confined.absolute.clone();
+        if directory != checked.confined.root {
+            let mut placement = self.container.place(&checked, &requested).await?;
+            match &placement.last {
+                Some(last) if last.file_mode & MODE_DIRECTORY != 0 => {}
+                Some(_) => {
+                    return Err(SessionError::input(
+                        "workingDirectory",
+                        format!("The fork's working directory {directory} exists and is not a directory."),
+                    ));
+                }
+                None => {
+                    // Missing: made with its parents, owned by the sandbox user.
+                    placement.missing.push(directory.clone());
+                    let mut archive = Vec::new();
+                    for missing in &placement.missing {
+                        tar::append_header(
+                            &mut archive,
+                            &placement.relative(missing),
+                            EntryKind::Directory,
+                            0o755,
+                            self.container.uid,
+                            self.container.gid,
+                        );
+                    }
+                    tar::finish(&mut archive);
+                    self.container.upload(&placement.directory, archive).await?;
+                }
+            }
+        }
+        let owns_directory = directory != self.working_directory
+            && paths::is_within(&directory, &self.working_directory);
+        Ok(Arc::new(DockerSandboxSession {
+            container: self.container.clone(),
+            view: random_u64() | 1,
+            policy: self.policy.with_base(&directory)?,
+            working_directory: directory,
+            ports: options.ports,
+            owns_directory,
+        }))
+    }
+}

@@ -1,0 +1,356 @@
+//! `createSqliteSessionStore({ path })`: sessions kept in a SQLite file, durable across restarts.
+//!
+//! [`SqliteStore`] owns one connection, on a dedicated thread (`worker`): the async methods send
+//! it a command and await a one-shot reply, so a tokio worker never blocks on SQLite. Records are
+//! serialized, hashed and sealed on the caller's task, so the thread only runs SQL.
+//!
+//! Invariants:
+//! - every `save` is one atomic write: a crash at any moment leaves the session as it was before
+//!   or as it is after (WAL, `synchronous=FULL`; a committed save survives a crash of the process
+//!   and of the machine);
+//! - `get` returns exactly what `save` wrote: JSON values equal (object key order kept, floats bit
+//!   for bit, thanks to serde_json's `float_roundtrip`), `created_at`/`updated_at` bit for bit;
+//! - `list` reads the `sessions` table only (one scan, no message), sorted by
+//!   [`super::sort_newest_first`];
+//! - a save writes only the message rows that changed;
+//! - the resume state has a row only while a save gives one; with an encryption key it is sealed
+//!   (see `seal`), and it never appears in an error message or a log;
+//! - the file is created with mode 0600, the SQLite library is at least 3.51.3, the schema is
+//!   versioned (see `schema`).
+
+mod schema;
+mod seal;
+#[cfg(test)]
+mod tests;
+mod worker;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use self::seal::ResumeStateCodec;
+use self::worker::{
+    Command, OpenParams, PreparedMessage, PreparedSave, RecordRows, SessionRow, WorkerHandle,
+};
+use super::{sort_newest_first, SessionStore};
+use crate::engine::error::{Result, SessionError};
+use crate::engine::session::{SessionRecord, SessionStatus, SessionSummary};
+
+/// The oldest SQLite the store opens a file with, as `sqlite3_libversion_number()` gives it:
+/// 3.51.3, which fixes a corruption of WAL databases on a WAL reset.
+pub const MIN_SQLITE_VERSION_NUMBER: i32 = 3_051_003;
+
+/// How a [`SqliteStore`] is opened.
+#[derive(Clone)]
+pub struct SqliteStoreOptions {
+    /// A 256-bit key to encrypt resume states at rest with (XChaCha20-Poly1305). A store opened
+    /// with a key refuses to read resume states written without one, and the other way round.
+    pub encryption_key: Option<[u8; 32]>,
+    /// How long a write waits for another process holding the file's lock. Default: 5 s.
+    pub busy_timeout: Duration,
+}
+
+impl Default for SqliteStoreOptions {
+    fn default() -> Self {
+        Self {
+            encryption_key: None,
+            busy_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl fmt::Debug for SqliteStoreOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteStoreOptions")
+            .field(
+                "encryption_key",
+                &self.encryption_key.as_ref().map(|_| "<redacted>"),
+            )
+            .field("busy_timeout", &self.busy_timeout)
+            .finish()
+    }
+}
+
+/// Sessions in a SQLite file.
+///
+/// Dropping it lets its thread finish the commands already sent, then joins it (the drop waits
+/// for them); [`SqliteStore::close`] does the same and also checkpoints the WAL, reporting errors.
+pub struct SqliteStore {
+    path: PathBuf,
+    codec: ResumeStateCodec,
+    worker: WorkerHandle,
+}
+
+impl fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .field("encrypted", &self.codec.seals())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens the store in the file at `path`, creating it (mode 0600) if it does not exist, and
+    /// migrating it to this build's schema. The work runs on the store's own thread; this awaits
+    /// it, so it can be called from any async context.
+    ///
+    /// # Errors
+    /// [`SessionError::Host`] naming the path and what failed: a SQLite library older than
+    /// 3.51.3, a file that cannot be created or opened, a file that is not a harness-sessions
+    /// store or has a newer schema, a setting SQLite refuses, a failed migration.
+    pub async fn open(path: impl AsRef<Path>, options: SqliteStoreOptions) -> Result<Self> {
+        Self::open_with_migrations(path.as_ref(), options, schema::MIGRATIONS.to_vec()).await
+    }
+
+    async fn open_with_migrations(
+        path: &Path,
+        options: SqliteStoreOptions,
+        migrations: Vec<schema::Migration>,
+    ) -> Result<Self> {
+        let worker = WorkerHandle::start(OpenParams {
+            path: path.to_owned(),
+            busy_timeout: options.busy_timeout,
+            migrations,
+        })
+        .await?;
+        Ok(Self {
+            path: path.to_owned(),
+            codec: ResumeStateCodec::new(options.encryption_key.as_ref()),
+            worker,
+        })
+    }
+
+    /// The file the store is kept in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Closes the store: runs what was already sent, checkpoints the WAL into the database file
+    /// (truncating the WAL), closes the connection and stops the thread.
+    ///
+    /// # Errors
+    /// [`SessionError::Host`] when the checkpoint or the close fails (the committed saves are
+    /// durable all the same), [`SessionError::Internal`] when the thread had already stopped.
+    pub async fn close(self) -> Result<()> {
+        self.worker.call(Command::Close).await
+        // Dropping `self` joins the thread, which has returned after answering.
+    }
+
+    /// Writes many records in one transaction: seeds large stores for tests and measurements.
+    #[cfg(test)]
+    async fn save_many(&self, records: &[SessionRecord]) -> Result<()> {
+        let saves = records
+            .iter()
+            .map(|record| prepare_save(&self.codec, record, None))
+            .collect::<Result<Vec<_>>>()?;
+        self.worker
+            .call(|reply| Command::SaveMany(saves, reply))
+            .await
+    }
+
+    /// Makes the thread panic, as a bug would; gives the error its caller sees.
+    #[cfg(test)]
+    async fn panic_worker(&self) -> Result<()> {
+        self.worker.call(Command::Panic).await
+    }
+}
+
+#[async_trait]
+impl SessionStore for SqliteStore {
+    async fn save(&self, record: &SessionRecord, resume_state: Option<&Value>) -> Result<()> {
+        let save = prepare_save(&self.codec, record, resume_state)?;
+        self.worker
+            .call(|reply| Command::Save(Box::new(save), reply))
+            .await
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<SessionRecord>> {
+        let rows = self
+            .worker
+            .call(|reply| Command::Get(id.to_owned(), reply))
+            .await?;
+        rows.map(decode_record).transpose()
+    }
+
+    async fn list(&self) -> Result<Vec<SessionSummary>> {
+        let rows = self.worker.call(Command::List).await?;
+        let mut summaries = rows
+            .into_iter()
+            .map(decode_summary)
+            .collect::<Result<Vec<_>>>()?;
+        // A plain table scan and a sort here beat walking an index (a lookup per row) by half.
+        sort_newest_first(&mut summaries);
+        Ok(summaries)
+    }
+
+    async fn get_resume_state(&self, id: &str) -> Result<Option<Value>> {
+        let stored = self
+            .worker
+            .call(|reply| Command::GetResumeState(id.to_owned(), reply))
+            .await?;
+        stored
+            .map(|stored| self.codec.decode(id, stored))
+            .transpose()
+    }
+
+    async fn delete(&self, id: &str) -> Result<()> {
+        self.worker
+            .call(|reply| Command::Delete(id.to_owned(), reply))
+            .await
+    }
+}
+
+/// Serializes `record`, hashes its messages and seals its resume state.
+fn prepare_save(
+    codec: &ResumeStateCodec,
+    record: &SessionRecord,
+    resume_state: Option<&Value>,
+) -> Result<PreparedSave> {
+    let summary = &record.summary;
+    let id = summary.id.as_str();
+    let json = |what: &str, text: serde_json::Result<String>| {
+        text.map_err(|_| {
+            SessionError::internal(format!("could not serialize the {what} of session {id}"))
+        })
+    };
+    let messages = record
+        .messages
+        .iter()
+        .map(|message| {
+            let body = json("messages", serde_json::to_string(message))?;
+            let digest = Sha256::digest(body.as_bytes()).into();
+            Ok(PreparedMessage { digest, body })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(PreparedSave {
+        id: id.to_owned(),
+        status: summary.status.as_str(),
+        metadata: json("metadata", serde_json::to_string(&summary.metadata))?,
+        created_at_key: order_key(summary.created_at),
+        updated_at_key: order_key(summary.updated_at),
+        error: summary.error.clone(),
+        pending_input: summary
+            .pending_input
+            .as_ref()
+            .map(|pending| json("pending input", serde_json::to_string(pending)))
+            .transpose()?,
+        usage: summary
+            .usage
+            .as_ref()
+            .map(|usage| json("usage", serde_json::to_string(usage)))
+            .transpose()?,
+        messages,
+        resume_state: resume_state
+            .map(|state| codec.encode(id, state))
+            .transpose()?,
+    })
+}
+
+fn decode_record(rows: RecordRows) -> Result<SessionRecord> {
+    let summary = decode_summary(rows.session)?;
+    let messages = rows
+        .messages
+        .iter()
+        .map(|body| serde_json::from_str(body).map_err(|_| unreadable(&summary.id, "a message")))
+        .collect::<Result<Vec<Value>>>()?;
+    Ok(SessionRecord { summary, messages })
+}
+
+fn decode_summary(row: SessionRow) -> Result<SessionSummary> {
+    let id = row.id;
+    let status = SessionStatus::ALL
+        .into_iter()
+        .find(|status| status.as_str() == row.status)
+        .ok_or_else(|| unreadable(&id, "its status"))?;
+    let metadata =
+        serde_json::from_str(&row.metadata).map_err(|_| unreadable(&id, "its metadata"))?;
+    let pending_input = row
+        .pending_input
+        .map(|text| serde_json::from_str(&text))
+        .transpose()
+        .map_err(|_| unreadable(&id, "its pending input"))?;
+    let usage = row
+        .usage
+        .map(|text| serde_json::from_str(&text))
+        .transpose()
+        .map_err(|_| unreadable(&id, "its usage"))?;
+    Ok(SessionSummary {
+        status,
+        metadata,
+        created_at: from_order_key(row.created_at_key),
+        updated_at: from_order_key(row.updated_at_key),
+        error: row.error,
+        pending_input,
+        usage,
+        id,
+    })
+}
+
+fn unreadable(id: &str, what: &str) -> SessionError {
+    SessionError::host(format!(
+        "the sqlite store holds an unreadable session {id}: {what} could not be decoded"
+    ))
+}
+
+/// `x` as an integer that sorts like `f64::total_cmp` and turns back into the same bits.
+fn order_key(x: f64) -> i64 {
+    flip_negatives(x.to_bits() as i64)
+}
+
+/// The `f64` of an [`order_key`].
+fn from_order_key(key: i64) -> f64 {
+    f64::from_bits(flip_negatives(key) as u64)
+}
+
+/// Flips every bit but the sign of a negative number (`f64::total_cmp`'s trick: negative floats
+/// sort backwards by their bits). It keeps the sign bit, which decides the flip, so it is its own
+/// inverse.
+fn flip_negatives(bits: i64) -> i64 {
+    bits ^ ((((bits >> 63) as u64) >> 1) as i64)
+}
+
+/// The store's error for a failed `action` ("save session a1"): SQLite's own message, never SQL.
+fn failed(action: impl fmt::Display, err: &rusqlite::Error) -> SessionError {
+    SessionError::host(format!(
+        "the sqlite store could not {action}: {}",
+        describe(err)
+    ))
+}
+
+/// What went wrong, in SQLite's words: its error message (which names tables and constraints,
+/// never bound values), or its error code's description; never the SQL text.
+fn describe(err: &rusqlite::Error) -> String {
+    match err {
+        rusqlite::Error::SqliteFailure(code, Some(message)) => {
+            format!("{message} (sqlite error {})", code.extended_code)
+        }
+        rusqlite::Error::SqliteFailure(code, None) => format!(
+            "{} (sqlite error {})",
+            lower_first(rusqlite::ffi::code_to_str(code.extended_code)),
+            code.extended_code
+        ),
+        rusqlite::Error::SqlInputError { error, msg, .. } => {
+            format!("{msg} (sqlite error {})", error.extended_code)
+        }
+        rusqlite::Error::InvalidColumnType(_, column, found) => {
+            format!("column {column} holds a value of the wrong type ({found})")
+        }
+        rusqlite::Error::FromSqlConversionFailure(index, found, _) => {
+            format!("column {index} holds a value of the wrong type ({found})")
+        }
+        other => lower_first(&other.to_string()),
+    }
+}
+
+fn lower_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}

@@ -1,0 +1,1292 @@
+//! Tests of the SQLite store on real files in temporary directories: round trips, resume states,
+//! incremental writes, migrations, permissions, encryption, a dead worker, concurrency, a writer
+//! killed with SIGKILL, and measurements that print their figures (never timed assertions).
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rusqlite::Connection;
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+use super::schema::{self, Migration, MIGRATIONS};
+use super::{from_order_key, order_key, SqliteStore, SqliteStoreOptions};
+use crate::engine::error::SessionError;
+use crate::engine::session::{
+    ApprovalVerdict, PendingApproval, PendingInput, PendingToolCall, SessionRecord, SessionStatus,
+    SessionSummary,
+};
+use crate::engine::store::{sort_newest_first, SessionStore};
+
+const KEY: [u8; 32] = [0x5a; 32];
+const OTHER_KEY: [u8; 32] = [0xa5; 32];
+
+fn db_path(dir: &TempDir) -> PathBuf {
+    dir.path().join("sessions.db")
+}
+
+fn with_key(key: [u8; 32]) -> SqliteStoreOptions {
+    SqliteStoreOptions {
+        encryption_key: Some(key),
+        ..SqliteStoreOptions::default()
+    }
+}
+
+async fn open(path: &Path) -> SqliteStore {
+    SqliteStore::open(path, SqliteStoreOptions::default())
+        .await
+        .expect("the store opens")
+}
+
+/// A second, plain connection on the store's file, to look at and tamper with its rows.
+fn raw(path: &Path) -> Connection {
+    let conn = Connection::open(path).expect("a raw connection opens");
+    conn.busy_timeout(Duration::from_secs(5))
+        .expect("busy timeout");
+    conn
+}
+
+fn count(path: &Path, sql: &str) -> i64 {
+    raw(path)
+        .query_row(sql, [], |row| row.get(0))
+        .expect("the count runs")
+}
+
+fn message(position: usize, text: &str) -> Value {
+    json!({
+        "id": format!("m{position}"),
+        "role": if position % 2 == 0 { "user" } else { "assistant" },
+        "parts": [{ "type": "text", "text": text }],
+    })
+}
+
+fn record(id: &str, updated_at: f64, messages: usize) -> SessionRecord {
+    SessionRecord {
+        summary: SessionSummary {
+            id: id.to_owned(),
+            status: SessionStatus::Idle,
+            metadata: json!({ "title": format!("session {id}"), "tags": ["a", "b"] }),
+            created_at: 1_700_000_000_000.0,
+            updated_at,
+            error: None,
+            pending_input: None,
+            usage: None,
+        },
+        messages: (0..messages)
+            .map(|position| message(position, &format!("text {position} of {id}")))
+            .collect(),
+    }
+}
+
+fn assert_host_error(err: &SessionError, contains: &str) {
+    match err {
+        SessionError::Host { message, .. } => assert!(
+            message.contains(contains),
+            "{message:?} should contain {contains:?}"
+        ),
+        other => panic!("expected a host error containing {contains:?}, got {other:?}"),
+    }
+}
+
+#[test]
+fn order_keys_sort_like_total_cmp_and_keep_every_bit() {
+    let values = [
+        f64::NEG_INFINITY,
+        -1e300,
+        -1.5,
+        -f64::MIN_POSITIVE,
+        -0.0,
+        0.0,
+        f64::MIN_POSITIVE,
+        1.0,
+        1_700_000_000_000.5,
+        f64::INFINITY,
+        f64::NAN,
+        -f64::NAN,
+    ];
+    for a in values {
+        assert_eq!(from_order_key(order_key(a)).to_bits(), a.to_bits());
+        for b in values {
+            assert_eq!(
+                order_key(a).cmp(&order_key(b)),
+                a.total_cmp(&b),
+                "{a} vs {b}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn records_round_trip_exactly() {
+    let dir = TempDir::new().expect("temp dir");
+    let store = open(&db_path(&dir)).await;
+    let full = SessionRecord {
+        summary: SessionSummary {
+            id: "s-ü/1 \u{1f600}".to_owned(),
+            status: SessionStatus::AwaitingInput,
+            metadata: json!({
+                "zeta": 1, "alpha": { "nested": [1, 2.5, -0.0, null, true] },
+                "tiny": 1.947_700_395_895_162e-169, "huge": -1.490_143_767_845_386e129,
+                "text": "line\nbreak \"quoted\" \u{0}nul",
+            }),
+            created_at: -0.0,
+            updated_at: f64::NAN,
+            error: Some("the sandbox died.".to_owned()),
+            pending_input: Some(PendingInput {
+                approvals: vec![PendingApproval {
+                    approval_id: "ap1".to_owned(),
+                    tool_call_id: "tc1".to_owned(),
+                    tool_name: "bash".to_owned(),
+                    input: json!({ "command": "ls" }),
+                    decision: Some(ApprovalVerdict {
+                        approved: false,
+                        reason: Some("no".to_owned()),
+                    }),
+                }],
+                tool_calls: vec![PendingToolCall {
+                    tool_call_id: "tc2".to_owned(),
+                    tool_name: "ask".to_owned(),
+                    input: Value::Null,
+                }],
+            }),
+            usage: Some(Value::Null),
+        },
+        messages: vec![
+            Value::Null,
+            json!(3.000_000_000_000_000_4),
+            json!("just a string"),
+            json!([1, [2, [3]]]),
+            json!({ "b": 1, "a": 2 }),
+        ],
+    };
+    let bare = SessionRecord {
+        summary: SessionSummary {
+            metadata: Value::Null,
+            ..record("bare", 5.0, 0).summary
+        },
+        messages: Vec::new(),
+    };
+    store.save(&full, None).await.expect("save");
+    store.save(&bare, None).await.expect("save");
+
+    let got = store.get(full.id()).await.expect("get").expect("present");
+    // NaN != NaN: compare the timestamps by their bits, the rest as values.
+    assert_eq!(got.summary.created_at.to_bits(), (-0.0f64).to_bits());
+    assert_eq!(got.summary.updated_at.to_bits(), f64::NAN.to_bits());
+    let normalize = |mut record: SessionRecord| {
+        record.summary.created_at = 0.0;
+        record.summary.updated_at = 0.0;
+        record
+    };
+    assert_eq!(normalize(got.clone()), normalize(full.clone()));
+    // Object key order is kept, as text.
+    assert_eq!(
+        serde_json::to_string(&got.summary.metadata).expect("json"),
+        serde_json::to_string(&full.summary.metadata).expect("json")
+    );
+    assert_eq!(got.summary.usage, Some(Value::Null));
+    assert_eq!(store.get("bare").await.expect("get"), Some(bare));
+    assert_eq!(store.get("missing").await.expect("get"), None);
+}
+
+#[tokio::test]
+async fn resume_state_is_kept_only_while_given() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = db_path(&dir);
+    let store = open(&path).await;
+    let mut session = record("s1", 1.0, 3);
+    let state = json!({ "token": "bridge-secret", "cursor": [1, 2, 3] });
+
+    store.save(&session, Some(&state)).await.expect("save");
+    assert_eq!(
+        store.get_resume_state("s1").await.expect("get"),
+        Some(state)
+    );
+    assert_eq!(count(&path, "SELECT count(*) FROM resume_states"), 1);
+
+    session.summary.status = SessionStatus::Idle;
+    store.save(&session, None).await.expect("save");
+    assert_eq!(store.get_resume_state("s1").await.expect("get"), None);
+    assert_eq!(count(&path, "SELECT count(*) FROM resume_states"), 0);
+    assert_eq!(store.get("s1").await.expect("get"), Some(session));
+    assert_eq!(store.get_resume_state("never").await.expect("get"), None);
+}
+
+#[tokio::test]
+async fn delete_forgets_the_session_and_every_row_of_it() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = db_path(&dir);
+    let store = open(&path).await;
+    store
+        .save(&record("gone", 1.0, 4), Some(&json!({ "t": 1 })))
+        .await
+        .expect("save");
+    store
+        .save(&record("kept", 2.0, 2), None)
+        .await
+        .expect("save");
+
+    store.delete("gone").await.expect("delete");
+    store
+        .delete("never-was")
+        .await
+        .expect("deleting a missing id is fine");
+
+    assert_eq!(store.get("gone").await.expect("get"), None);
+    assert_eq!(store.get_resume_state("gone").await.expect("get"), None);
+    let ids: Vec<String> = store
+        .list()
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|summary| summary.id)
+        .collect();
+    assert_eq!(ids, ["kept"]);
+    assert_eq!(
+        count(
+            &path,
+            "SELECT count(*) FROM messages WHERE session_id = 'gone'"
+        ),
+        0
+    );
+    assert_eq!(count(&path, "SELECT count(*) FROM messages"), 2);
+    assert_eq!(count(&path, "SELECT count(*) FROM resume_states"), 0);
+}
+
+#[tokio::test]
+async fn list_gives_every_summary_newest_first_with_ties_by_id() {
+    let dir = TempDir::new().expect("temp dir");
+    let store = open(&db_path(&dir)).await;
+    let times = [
+        5.0,
+        -3.0,
+        5.0,
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        1e-300,
+        5.0,
+        1_700_000_000_000.0,
+        -1e300,
+    ];
+    let mut expected = Vec::new();
+    for (index, updated_at) in times.into_iter().enumerate() {
+        // Ids out of order, so that ties have to be ordered by id.
+        let mut session = record(&format!("id-{}", (index * 7) % 10), updated_at, 1);
+        session.summary.usage = Some(json!({ "inputTokens": index }));
+        store.save(&session, None).await.expect("save");
+        expected.push(session.summary);
+    }
+    sort_newest_first(&mut expected);
+    let listed = store.list().await.expect("list");
+    assert_eq!(listed, expected);
+}
+
+/// Triggers on a second connection count every row the store inserts, updates or deletes in
+/// `messages`: the proof that a save writes only what changed.
+#[tokio::test]
+async fn a_save_writes_only_the_messages_that_changed() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = db_path(&dir);
+    let store = open(&path).await;
+    raw(&path)
+        .execute_batch(
+            "CREATE TABLE message_writes (kind TEXT NOT NULL);
+             CREATE TRIGGER count_inserts AFTER INSERT ON messages
+                 BEGIN INSERT INTO message_writes VALUES ('insert'); END;
+             CREATE TRIGGER count_updates AFTER UPDATE ON messages
+                 BEGIN INSERT INTO message_writes VALUES ('update'); END;
+             CREATE TRIGGER count_deletes AFTER DELETE ON messages
+                 BEGIN INSERT INTO message_writes VALUES ('delete'); END;",
+        )
+        .expect("triggers");
+    // (inserts, updates, deletes) since the last call.
+    let writes = || {
+        let conn = raw(&path);
+        let tally = |kind: &str| -> i64 {
+            conn.query_row(
+                "SELECT count(*) FROM message_writes WHERE kind = ?1",
+                [kind],
+                |row| row.get(0),
+            )
+            .expect("tally")
+        };
+        let counts = (tally("insert"), tally("update"), tally("delete"));
+        conn.execute("DELETE FROM message_writes", [])
+            .expect("reset");
+        counts
+    };
+
+    let mut session = record("s", 1.0, 20);
+    store.save(&session, None).await.expect("save");
+    assert_eq!(
+        writes(),
+        (20, 0, 0),
+        "a new conversation writes every message"
+    );
+
+    session.summary.updated_at = 2.0;
+    store
+        .save(&session, Some(&json!({ "t": 1 })))
+        .await
+        .expect("save");
+    assert_eq!(writes(), (0, 0, 0), "an unchanged conversation writes none");
+
+    session.messages[19] = message(19, "the streamed reply, longer now");
+    store.save(&session, None).await.expect("save");
+    assert_eq!(writes(), (0, 1, 0), "a changed last message writes one row");
+
+    session.messages.push(message(20, "another question"));
+    session.messages.push(message(21, "another answer"));
+    store.save(&session, None).await.expect("save");
+    assert_eq!(writes(), (2, 0, 0), "two new messages write two rows");
+
+    session.messages[5] = json!({ "edited": true });
+    store.save(&session, None).await.expect("save");
+    assert_eq!(
+        writes(),
+        (0, 1, 0),
+        "a message changed in the middle writes one row"
+    );
+
+    session.messages.truncate(10);
+    store.save(&session, None).await.expect("save");
+    assert_eq!(
+        writes(),
+        (0, 0, 12),
+        "a shorter conversation deletes the rows past its end"
+    );
+
+    session.messages.clear();
+    store.save(&session, None).await.expect("save");
+    assert_eq!(writes(), (0, 0, 10));
+
+    session.messages = (0..3).map(|position| message(position, "again")).collect();
+    store.save(&session, None).await.expect("save");
+    assert_eq!(writes(), (3, 0, 0));
+    assert_eq!(store.get("s").await.expect("get"), Some(session));
+}
+
+#[tokio::test]
+async fn a_store_reopens_after_drop_and_after_close() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = db_path(&dir);
+    let first = record("a", 1.0, 5);
+    {
+        let store = open(&path).await;
+        store
+            .save(&first, Some(&json!({ "k": "v" })))
+            .await
+            .expect("save");
+        // Dropped without close: its thread finishes and the connection closes.
+    }
+    let store = open(&path).await;
+    assert_eq!(store.get("a").await.expect("get"), Some(first.clone()));
+    assert_eq!(
+        store.get_resume_state("a").await.expect("get"),
+        Some(json!({ "k": "v" }))
+    );
+    let second = record("b", 2.0, 1);
+    store.save(&second, None).await.expect("save");
+    store.close().await.expect("close");
+
+    let wal = dir.path().join("sessions.db-wal");
+    let wal_len = std::fs::metadata(&wal).map_or(0, |metadata| metadata.len());
+    assert_eq!(wal_len, 0, "close checkpoints the WAL into the database");
+
+    let store = open(&path).await;
+    assert_eq!(store.get("a").await.expect("get"), Some(first));
+    assert_eq!(store.get("b").await.expect("get"), Some(second));
+    assert_eq!(store.list().await.expect("list").len(), 2);
+}
+
+/// Opens `path` with this build's migrations plus `extra`.
+async fn open_with_extra(path: &Path, extra: Migration) -> Result<SqliteStore, SessionError> {
+    let mut migrations = MIGRATIONS.to_vec();
+    migrations.push(extra);
+    SqliteStore::open_with_migrations(path, SqliteStoreOptions::default(), migrations).await
+}
+
+fn user_version(path: &Path) -> i64 {
+    count(path, "PRAGMA user_version")
+}
+
+#[tokio::test]
+async fn a_file_of_an_older_schema_is_migrated_and_keeps_its_sessions() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = db_path(&dir);
+    let latest = MIGRATIONS.len() as u32;
+    let session = record("old", 1.0, 3);
+    {
+        let store = open(&path).await;
+        store
+            .save(&session, Some(&json!({ "resume": true })))
+            .await
+            .expect("save");
+        store.close().await.expect("close");
+    }
+    assert_eq!(user_version(&path), i64::from(latest));
+
+    // The next schema version, as a future build would ship it: a column and a backfill.
+    let next = Migration {
+        version: latest + 1,
+        name: "message counts",
+        apply: |tx| {
+            tx.execute_batch(
+                "ALTER TABLE sessions ADD COLUMN message_count INTEGER NOT NULL DEFAULT 0;
+                 UPDATE sessions SET message_count =
+                     (SELECT count(*) FROM messages WHERE session_id = sessions.id);",
+            )
+        },
+    };
+    let store = open_with_extra(&path, next).await.expect("migrates");
+    assert_eq!(user_version(&path), i64::from(latest + 1));
+    assert_eq!(
+        count(&path, "SELECT message_count FROM sessions WHERE id = 'old'"),
+        3
+    );
+    assert_eq!(store.get("old").await.expect("get"), Some(session.clone()));
+    assert_eq!(
+        store.get_resume_state("old").await.expect("get"),
+        Some(json!({ "resume": true }))
+    );
+    store.close().await.expect("close");
+
+    // Migrating again is a no-op; this build now refuses the newer file.
+    open_with_extra(&path, next).await.expect("opens again");
+    let err = SqliteStore::open(&path, SqliteStoreOptions::default())
+        .await
+        .expect_err("a newer schema is refused");
+    assert_host_error(&err, "is newer than this build");
+}
+
+#[tokio::test]
+async fn a_failed_migration_leaves_the_file_at_the_version_before_it() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = db_path(&dir);
+    let latest = MIGRATIONS.len() as u32;
+    let session = record("kept", 1.0, 2);
+    {
+        let store = open(&path).await;
+        store.save(&session, None).await.expect("save");
+    }
+    let broken = Migration {
+        version: latest + 1,
+        name: "a step that fails half-way",
+        apply: |tx| {
+            tx.execute_batch(
+                "CREATE TABLE half_done (x INTEGER);
+                 DELETE FROM messages;
+                 INSERT INTO no_such_table VALUES (1);",
+            )
+        },
+    };
+    let err = open_with_extra(&path, broken)
+        .await
+        .expect_err("the migration fails");
+    assert_host_error(
+        &err,
+        "could not migrate it to schema version 2 (a step that fails half-way)",
+    );
+    assert_host_error(&err, "no such table");
+    assert_eq!(user_version(&path), i64::from(latest));
+    assert_eq!(
+        count(
+            &path,
+            "SELECT count(*) FROM sqlite_schema WHERE name = 'half_done'"
+        ),
+        0
+    );
+    let store = open(&path).await;
+    assert_eq!(store.get("kept").await.expect("get"), Some(session));
+}
+
+#[tokio::test]
+async fn a_new_or_empty_file_is_migrated_from_version_0() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = db_path(&dir);
+    std::fs::write(&path, b"").expect("an empty file");
+    let store = open(&path).await;
+    store.save(&record("x", 1.0, 1), None).await.expect("save");
+    assert_eq!(user_version(&path), MIGRATIONS.len() as i64);
+    assert_eq!(
+        count(&path, "PRAGMA application_id"),
+        i64::from(schema::APPLICATION_ID)
+    );
+}
+
+#[tokio::test]
+async fn another_applications_database_or_a_non_database_is_refused() {
+    let dir = TempDir::new().expect("temp dir");
+    let foreign = dir.path().join("foreign.db");
+    raw(&foreign)
+        .execute_batch("CREATE TABLE sessions (whatever TEXT);")
+        .expect("foreign database");
+    let err = open_foreign(&foreign).await;
+    assert_host_error(&err, "not a harness-sessions store");
+    assert_eq!(
+        count(&foreign, "SELECT count(*) FROM sqlite_schema"),
+        1,
+        "untouched"
+    );
+
+    let garbage = dir.path().join("garbage.db");
+    std::fs::write(&garbage, vec![b'x'; 8192]).expect("garbage file");
+    let err = open_foreign(&garbage).await;
+    assert_host_error(&err, "could not open the sqlite store at");
+    assert_host_error(&err, "file is not a database");
+
+    let err = open_foreign(&dir.path().join("no-such-dir").join("x.db")).await;
+    assert_host_error(&err, "could not create the file");
+}
+
+async fn open_foreign(path: &Path) -> SessionError {
+    SqliteStore::open(path, SqliteStoreOptions::default())
+        .await
+        .expect_err("refused")
+}
+
+#[test]
+fn sqlite_older_than_3_51_3_is_refused() {
+    assert!(rusqlite::version_number() >= super::MIN_SQLITE_VERSION_NUMBER);
+    schema::check_sqlite_version(rusqlite::version_number())
+        .expect("the bundled sqlite is new enough");
+    schema::check_sqlite_version(3_051_003).expect("3.51.3 is enough");
+    for old in [3_051_002, 3_040_001, 3_007_000] {
+        let err = schema::check_sqlite_version(old).expect_err("too old");
+        assert_host_error(&err, &format!("version {}", schema::dotted_version(old)));
+        assert_host_error(&err, "older than 3.51.3");
+    }
+    assert_eq!(schema::dotted_version(3_040_001), "3.40.1");
+}
+
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_file_and_its_wal_and_shm_are_created_with_mode_0600() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = db_path(&dir);
+    let store = open(&path).await;
+    store
+        .save(&record("s", 1.0, 2), Some(&json!({ "secret": 1 })))
+        .await
+        .expect("save");
+    for name in ["sessions.db", "sessions.db-wal", "sessions.db-shm"] {
+        assert_eq!(mode(&dir.path().join(name)), 0o600, "{name}");
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_wal_file_more_open_than_the_database_is_narrowed() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new().expect("temp dir");
+    let path = db_path(&dir);
+    open(&path).await.close().await.expect("close");
+    let wal = dir.path().join("sessions.db-wal");
+    std::fs::write(&wal, b"").expect("an empty WAL");
+    std::fs::set_permissions(&wal, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let store = open(&path).await;
+    store.save(&record("s", 1.0, 1), None).await.expect("save");
+    assert_eq!(mode(&wal), 0o600);
+}
+
+#[tokio::test]
+async fn encrypted_resume_states_round_trip_and_are_not_stored_in_clear() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = db_path(&dir);
+    let store = SqliteStore::open(&path, with_key(KEY)).await.expect("open");
+    let state = json!({ "token": "bridge-token-do-not-leak", "n": 1.5 });
+    store
+        .save(&record("s", 1.0, 1), Some(&state))
+        .await
+        .expect("save");
+    assert_eq!(
+        store.get_resume_state("s").await.expect("get"),
+        Some(state.clone())
+    );
+    let (format, body): (i64, Vec<u8>) = raw(&path)
+        .query_row("SELECT format, body FROM resume_states", [], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .expect("row");
+    assert_eq!(format, super::seal::FORMAT_SEALED);
+    assert!(!body
+        .windows(b"bridge-token".len())
+        .any(|window| window == b"bridge-token"));
+
+    // A fresh nonce per write: the same state seals differently.
+    store
+        .save(&record("s", 2.0, 1), Some(&state))
+        .await
+        .expect("save");
+    let again: Vec<u8> = raw(&path)
+        .query_row("SELECT body FROM resume_states", [], |row| row.get(0))
+        .expect("row");
+    assert_ne!(again, body);
+    assert_eq!(store.get_resume_state("s").await.expect("get"), Some(state));
+}
+
+/// Every fail-closed error is a host error that names the session and leaks nothing.
+fn assert_fails_closed(result: Result<Option<Value>, SessionError>, contains: &str) {
+    let err = result.expect_err("fails closed");
+    assert_host_error(&err, contains);
+    let text = err.to_string();
+    assert!(!text.contains("bridge-token"), "{text}");
+    assert!(!text.contains("5a5a") && !text.contains("90, 90"), "{text}");
+    assert_eq!(text, text.to_lowercase(), "messages are lower-case");
+}
+
+async fn store_with_sealed_states(path: &Path) {
+    let store = SqliteStore::open(path, with_key(KEY)).await.expect("open");
+    for id in ["a", "b"] {
+        store
+            .save(
+                &record(id, 1.0, 1),
+                Some(&json!({ "token": format!("bridge-token-{id}") })),
+            )
+            .await
+            .expect("save");
+    }
+    store.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_flipped_bit_fails_closed() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = db_path(&dir);
+    store_with_sealed_states(&path).await;
+    let mut body: Vec<u8> = raw(&path)
+        .query_row(
+            "SELECT body FROM resume_states WHERE session_id = 'a'",
+            [],
+            |row| row.get(0),
+        )
+        .expect("row");
+    let middle = body.len() / 2;
+    body[middle] ^= 0x01;
+    raw(&path)
+        .execute(
+            "UPDATE resume_states SET body = ?1 WHERE session_id = 'a'",
+            [&body],
+        )
+        .expect("tamper");
+    let store = SqliteStore::open(&path, with_key(KEY)).await.expect("open");
+    assert_fails_closed(store.get_resume_state("a").await, "could not be decrypted");
+    assert!(store
+        .get_resume_state("b")
+        .await
+        .expect("b is intact")
+        .is_some());
+}
+
+#[tokio::test]
+async fn a_row_swapped_to_another_session_fails_closed() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = db_path(&dir);
+    store_with_sealed_states(&path).await;
+    let conn = raw(&path);
+    let body = |id: &str| -> Vec<u8> {
+        conn.query_row(
+            "SELECT body FROM resume_states WHERE session_id = ?1",
+            [id],
+            |row| row.get(0),
+        )
+        .expect("row")
+    };
+    let (a, b) = (body("a"), body("b"));
+    for (id, swapped) in [("a", &b), ("b", &a)] {
+        conn.execute(
+            "UPDATE resume_states SET body = ?2 WHERE session_id = ?1",
+            rusqlite::params![id, swapped],
+        )
+        .expect("swap");
+    }
+    drop(conn);
+    let store = SqliteStore::open(&path, with_key(KEY)).await.expect("open");
+    assert_fails_closed(
+        store.get_resume_state("a").await,
+        "moved from another session",
+    );
+    assert_fails_closed(store.get_resume_state("b").await, "could not be decrypted");
+}
+
+#[tokio::test]
+async fn a_wrong_key_fails_closed() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = db_path(&dir);
+    store_with_sealed_states(&path).await;
+    let store = SqliteStore::open(&path, with_key(OTHER_KEY))
+        .await
+        .expect("open");
+    assert_fails_closed(
+        store.get_resume_state("a").await,
+        "the encryption key is wrong",
+    );
+    // The records themselves are not encrypted and stay readable.
+    assert!(store.get("a").await.expect("get").is_some());
+}
+
+#[tokio::test]
+async fn an_encrypted_row_read_without_a_key_fails_closed() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = db_path(&dir);
+    store_with_sealed_states(&path).await;
+    let store = open(&path).await;
+    assert_fails_closed(
+        store.get_resume_state("a").await,
+        "is encrypted but the sqlite store was opened without an encryption key",
+    );
+}
+
+#[tokio::test]
+async fn a_plaintext_row_read_with_a_key_fails_closed() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = db_path(&dir);
+    {
+        let store = open(&path).await;
+        store
+            .save(
+                &record("a", 1.0, 1),
+                Some(&json!({ "token": "bridge-token-a" })),
+            )
+            .await
+            .expect("save");
+    }
+    let store = SqliteStore::open(&path, with_key(KEY)).await.expect("open");
+    assert_fails_closed(
+        store.get_resume_state("a").await,
+        "is stored unencrypted but the sqlite store has an encryption key",
+    );
+    // Saving again with the key seals it.
+    store
+        .save(
+            &record("a", 2.0, 1),
+            Some(&json!({ "token": "bridge-token-a" })),
+        )
+        .await
+        .expect("save");
+    assert!(store.get_resume_state("a").await.expect("get").is_some());
+}
+
+#[test]
+fn the_options_never_show_the_key() {
+    let shown = format!("{:?}", with_key(KEY));
+    assert!(shown.contains("<redacted>"), "{shown}");
+    assert!(!shown.contains("90"), "{shown}");
+}
+
+/// Fails the test instead of hanging it.
+async fn within<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(10), future)
+        .await
+        .expect("no hang")
+}
+
+#[tokio::test]
+async fn a_worker_that_panicked_gives_errors_and_never_hangs() {
+    let dir = TempDir::new().expect("temp dir");
+    let store = open(&db_path(&dir)).await;
+    store.save(&record("s", 1.0, 1), None).await.expect("save");
+    let err = within(store.panic_worker())
+        .await
+        .expect_err("the panic is an error");
+    assert!(matches!(err, SessionError::Internal { .. }), "{err:?}");
+    let err = within(store.get("s"))
+        .await
+        .expect_err("a dead worker gives errors");
+    assert!(err.to_string().contains("thread has stopped"), "{err}");
+    within(store.save(&record("t", 1.0, 1), None))
+        .await
+        .expect_err("a dead worker gives errors");
+    let err = within(store.close()).await.expect_err("close reports it");
+    assert!(matches!(err, SessionError::Internal { .. }), "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_tasks_save_different_sessions_at_once() {
+    let dir = TempDir::new().expect("temp dir");
+    let store = Arc::new(open(&db_path(&dir)).await);
+    let tasks: Vec<_> = (0..32)
+        .map(|task| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                let id = format!("task-{task:02}");
+                let mut session = record(&id, 0.0, 0);
+                for step in 0..20 {
+                    session.summary.updated_at = f64::from(step);
+                    session
+                        .messages
+                        .push(message(step as usize, &format!("{id} {step}")));
+                    let state = (step % 2 == 0).then(|| json!({ "step": step }));
+                    store.save(&session, state.as_ref()).await.expect("save");
+                    // Reads interleave with the other tasks' writes.
+                    assert_eq!(store.get(&id).await.expect("get").as_ref(), Some(&session));
+                }
+                session
+            })
+        })
+        .collect();
+    let mut finals = Vec::new();
+    for task in tasks {
+        finals.push(task.await.expect("task"));
+    }
+    let listed = store.list().await.expect("list");
+    assert_eq!(listed.len(), 32);
+    for session in finals {
+        assert_eq!(
+            store.get(session.id()).await.expect("get"),
+            Some(session.clone())
+        );
+        assert_eq!(
+            store.get_resume_state(session.id()).await.expect("get"),
+            None,
+            "the last save (step 19) gave no state"
+        );
+    }
+}
+
+// --- The crash test -----------------------------------------------------------------------------
+
+const CRASH_WRITER_ENV: &str = "HARNESS_SESSIONS_SQLITE_CRASH_WRITER";
+const CRASH_SESSIONS: usize = 6;
+
+/// Version `version` of crash-test session `session`: the conversation grows, its last message
+/// changes every time, an earlier one every seventh time, and it shrinks when `version % 25`
+/// wraps, so saves insert, update and delete message rows.
+fn crash_record(session: usize, version: u64) -> SessionRecord {
+    let len = 1 + (version % 25) as usize;
+    SessionRecord {
+        summary: SessionSummary {
+            id: format!("crash-{session}"),
+            status: if version % 3 == 0 {
+                SessionStatus::Idle
+            } else {
+                SessionStatus::Suspended
+            },
+            metadata: json!({ "version": version, "session": session }),
+            created_at: 1.0,
+            updated_at: version as f64,
+            error: None,
+            pending_input: None,
+            usage: Some(json!({ "totalTokens": version * 10 })),
+        },
+        messages: (0..len)
+            .map(|position| {
+                let text = if position + 1 == len {
+                    format!("s{session} last v{version} {}", "x".repeat(200))
+                } else {
+                    format!("s{session} m{position} epoch {}", version / 7)
+                };
+                message(position, &text)
+            })
+            .collect(),
+    }
+}
+
+fn crash_resume_state(session: usize, version: u64) -> Option<Value> {
+    (version % 3 != 0).then(|| json!({ "token": format!("t-{session}-{version}") }))
+}
+
+fn stored_version(record: &SessionRecord) -> u64 {
+    record.summary.metadata["version"]
+        .as_u64()
+        .expect("a version in the metadata")
+}
+
+/// The child process of the crash test: saves every crash session over and over, one task per
+/// session, printing `saved <session> <version>` once each save has returned, until it is killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the crash test's child process: the crash test runs it"]
+async fn crash_writer_child() {
+    let Ok(path) = std::env::var(CRASH_WRITER_ENV) else {
+        return;
+    };
+    let store = Arc::new(
+        SqliteStore::open(&path, with_key(KEY))
+            .await
+            .expect("the child opens the store"),
+    );
+    let tasks: Vec<_> = (0..CRASH_SESSIONS)
+        .map(|session| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                let id = format!("crash-{session}");
+                let mut version = match store.get(&id).await.expect("get") {
+                    Some(record) => stored_version(&record),
+                    None => 0,
+                };
+                loop {
+                    version += 1;
+                    store
+                        .save(
+                            &crash_record(session, version),
+                            crash_resume_state(session, version).as_ref(),
+                        )
+                        .await
+                        .expect("save");
+                    println!("saved {session} {version}");
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("the child's task");
+    }
+}
+
+/// A tiny xorshift generator: the crash test needs random delays, not a dependency.
+struct Random(u64);
+
+impl Random {
+    fn seeded() -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |elapsed| elapsed.as_nanos() as u64);
+        Self(nanos | 1)
+    }
+
+    fn below(&mut self, bound: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % bound
+    }
+}
+
+/// A child process saves in a loop and is killed with SIGKILL at a random moment, again and again;
+/// after each kill the file passes `PRAGMA integrity_check` and every session is exactly the
+/// version of its last save the child saw return, or of the save in flight when it died.
+#[test]
+fn a_writer_killed_at_random_moments_leaves_every_session_before_or_after_its_save() {
+    const ROUNDS: usize = 12;
+    let dir = TempDir::new().expect("temp dir");
+    let path = db_path(&dir);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut random = Random::seeded();
+    let mut last = vec![0u64; CRASH_SESSIONS];
+    let mut total_saves = 0u64;
+    let exe = std::env::current_exe().expect("the test binary");
+    for round in 0..ROUNDS {
+        let mut child = std::process::Command::new(&exe)
+            .args([
+                "--exact",
+                "engine::store::sqlite::tests::crash_writer_child",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CRASH_WRITER_ENV, &path)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the child starts");
+        let stdout = child.stdout.take().expect("the child's stdout");
+        let (lines_sender, lines) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let _ = lines_sender.send(line);
+            }
+        });
+        // Wait for the first save in most rounds; in some, kill it while it opens.
+        let mut seen = Vec::new();
+        if round % 4 != 3 {
+            if let Ok(line) = lines.recv_timeout(Duration::from_secs(60)) {
+                seen.push(line);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(random.below(250)));
+        child.kill().expect("SIGKILL");
+        child.wait().expect("the child is reaped");
+        reader.join().expect("the reader thread");
+        seen.extend(lines.try_iter());
+
+        let mut seen_last = last.clone();
+        for line in &seen {
+            let mut words = line.split_whitespace();
+            if words.next() != Some("saved") {
+                continue;
+            }
+            let (Some(session), Some(version)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let (Ok(session), Ok(version)) = (session.parse::<usize>(), version.parse::<u64>())
+            else {
+                continue;
+            };
+            seen_last[session] = seen_last[session].max(version);
+            total_saves += 1;
+        }
+
+        let conn = raw(&path);
+        let integrity: String = conn
+            .query_row("PRAGMA integrity_check", [], |row| row.get(0))
+            .expect("integrity check");
+        assert_eq!(integrity, "ok", "round {round}");
+        let violations: i64 = conn
+            .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |row| {
+                row.get(0)
+            })
+            .unwrap_or(0);
+        assert_eq!(violations, 0, "round {round}");
+        drop(conn);
+
+        runtime.block_on(async {
+            let store = SqliteStore::open(&path, with_key(KEY))
+                .await
+                .expect("reopen");
+            for session in 0..CRASH_SESSIONS {
+                let id = format!("crash-{session}");
+                let Some(stored) = store.get(&id).await.expect("get") else {
+                    assert_eq!(seen_last[session], 0, "session {session} lost its saves");
+                    continue;
+                };
+                let version = stored_version(&stored);
+                assert!(
+                    version == seen_last[session] || version == seen_last[session] + 1,
+                    "round {round}: session {session} is at version {version}, its last \
+                     save returned version {}",
+                    seen_last[session]
+                );
+                assert_eq!(stored, crash_record(session, version), "round {round}");
+                assert_eq!(
+                    store.get_resume_state(&id).await.expect("resume state"),
+                    crash_resume_state(session, version),
+                    "round {round}"
+                );
+                last[session] = version;
+            }
+            store.close().await.expect("close");
+        });
+    }
+    println!(
+        "crash test: {ROUNDS} SIGKILLs, {total_saves} saves seen to return, final versions {last:?}"
+    );
+    assert!(
+        total_saves > 0,
+        "the child never saved: the test proved nothing"
+    );
+}
+
+// --- Measurements (printed, never asserted) -----------------------------------------------------
+
+fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+fn millis(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1_000.0
+}
+
+#[tokio::test]
+async fn measure_saves_of_a_20_message_record_with_one_changed_message() {
+    let dir = TempDir::new().expect("temp dir");
+    let store = open(&db_path(&dir)).await;
+    let mut session = record("bench", 0.0, 20);
+    let state = json!({ "token": "t", "cursor": 1 });
+    store.save(&session, Some(&state)).await.expect("save");
+    let rounds = 500;
+    let mut latencies = Vec::with_capacity(rounds);
+    let started = Instant::now();
+    for round in 0..rounds {
+        session.summary.updated_at = round as f64;
+        session.messages[19] = message(19, &format!("streamed reply, chunk {round}"));
+        let save_started = Instant::now();
+        store.save(&session, Some(&state)).await.expect("save");
+        latencies.push(save_started.elapsed());
+    }
+    let elapsed = started.elapsed();
+    latencies.sort();
+    println!(
+        "save, 20 messages, 1 changed: {:.0} commits/s, median {:.2} ms, p95 {:.2} ms, p99 {:.2} ms",
+        rounds as f64 / elapsed.as_secs_f64(),
+        millis(percentile(&latencies, 0.5)),
+        millis(percentile(&latencies, 0.95)),
+        millis(percentile(&latencies, 0.99)),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn measure_concurrent_saves() {
+    let dir = TempDir::new().expect("temp dir");
+    let store = Arc::new(open(&db_path(&dir)).await);
+    let tasks = 16;
+    let per_task = 100;
+    let started = Instant::now();
+    let handles: Vec<_> = (0..tasks)
+        .map(|task| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                let mut session = record(&format!("c{task}"), 0.0, 20);
+                for round in 0..per_task {
+                    session.summary.updated_at = round as f64;
+                    session.messages[19] = message(19, &format!("chunk {round}"));
+                    store.save(&session, None).await.expect("save");
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.await.expect("task");
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "save, {tasks} tasks at once, 20 messages, 1 changed: {:.0} saves/s (group commit)",
+        f64::from(tasks * per_task) / elapsed.as_secs_f64()
+    );
+}
+
+#[tokio::test]
+async fn measure_list_and_get_with_10000_sessions() {
+    let dir = TempDir::new().expect("temp dir");
+    let store = open(&db_path(&dir)).await;
+    let sessions = 10_000;
+    let mut batch = Vec::new();
+    for index in 0..sessions {
+        let mut session = record(
+            &format!("session-{index:05}"),
+            (index * 7919 % sessions) as f64,
+            if index % 100 == 0 { 20 } else { 4 },
+        );
+        if index % 10 == 0 {
+            session.summary.status = SessionStatus::AwaitingInput;
+            session.summary.pending_input = Some(PendingInput {
+                approvals: Vec::new(),
+                tool_calls: vec![PendingToolCall {
+                    tool_call_id: format!("tc{index}"),
+                    tool_name: "ask".to_owned(),
+                    input: json!({ "question": "which?" }),
+                }],
+            });
+        }
+        session.summary.usage = Some(json!({ "inputTokens": index, "outputTokens": index * 2 }));
+        batch.push(session);
+        if batch.len() == 1_000 {
+            store.save_many(&batch).await.expect("seed");
+            batch.clear();
+        }
+    }
+    let listed = store.list().await.expect("list");
+    assert_eq!(listed.len(), sessions);
+    let mut expected = listed.clone();
+    sort_newest_first(&mut expected);
+    assert_eq!(listed, expected);
+
+    let mut list_times = Vec::new();
+    for _ in 0..40 {
+        let started = Instant::now();
+        let listed = store.list().await.expect("list");
+        list_times.push(started.elapsed());
+        assert_eq!(listed.len(), sessions);
+    }
+    list_times.sort();
+    let mut get_times = Vec::new();
+    let mut random = Random::seeded();
+    for round in 0..400 {
+        // Half the reads are of 20-message records.
+        let index = if round % 2 == 0 {
+            random.below(100) * 100
+        } else {
+            random.below(sessions as u64)
+        };
+        let started = Instant::now();
+        let got = store
+            .get(&format!("session-{index:05}"))
+            .await
+            .expect("get");
+        get_times.push(started.elapsed());
+        assert!(got.is_some());
+    }
+    get_times.sort();
+    println!(
+        "list, {sessions} sessions: median {:.2} ms, p95 {:.2} ms; get (4 or 20 messages): \
+         median {:.3} ms, p95 {:.3} ms",
+        millis(percentile(&list_times, 0.5)),
+        millis(percentile(&list_times, 0.95)),
+        millis(percentile(&get_times, 0.5)),
+        millis(percentile(&get_times, 0.95)),
+    );
+}
+
+#[test]
+fn a_record_is_the_same_after_any_number_of_saves() {
+    // Guards the digest comparison against stale rows: every prefix/suffix edit round trips.
+    let dir = TempDir::new().expect("temp dir");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let store = open(&db_path(&dir)).await;
+        let mut random = Random::seeded();
+        let mut session = record("edit", 0.0, 0);
+        let mut texts: HashMap<usize, u64> = HashMap::new();
+        for step in 0..300u64 {
+            match random.below(4) {
+                0 => session
+                    .messages
+                    .push(message(session.messages.len(), "new")),
+                1 if !session.messages.is_empty() => {
+                    let position = random.below(session.messages.len() as u64) as usize;
+                    let edits = texts.entry(position).or_default();
+                    *edits += 1;
+                    session.messages[position] = message(position, &format!("edit {edits}"));
+                }
+                2 => {
+                    let keep = random.below(session.messages.len() as u64 + 1) as usize;
+                    session.messages.truncate(keep);
+                }
+                _ => session.summary.updated_at = step as f64,
+            }
+            store.save(&session, None).await.expect("save");
+            assert_eq!(
+                store.get("edit").await.expect("get").as_ref(),
+                Some(&session)
+            );
+        }
+    });
+}
+
+#[tokio::test]
+async fn zz_profile_list() {
+    let dir = TempDir::new().expect("temp dir");
+    let path = db_path(&dir);
+    let store = open(&path).await;
+    let sessions = 10_000;
+    let mut batch = Vec::new();
+    for index in 0..sessions {
+        let mut session = record(&format!("session-{index:05}"), (index * 7919 % sessions) as f64, 4);
+        session.summary.usage = Some(json!({ "inputTokens": index, "outputTokens": index * 2 }));
+        batch.push(session);
+        if batch.len() == 1_000 { store.save_many(&batch).await.expect("seed"); batch.clear(); }
+    }
+    for _ in 0..5 {
+        let t = Instant::now();
+        let rows = store.worker.call(super::worker::Command::List).await.unwrap();
+        let t1 = t.elapsed();
+        let mut summaries = rows.into_iter().map(super::decode_summary).collect::<Result<Vec<_>, _>>().unwrap();
+        let t2 = t.elapsed();
+        sort_newest_first(&mut summaries);
+        let t3 = t.elapsed();
+        drop(summaries);
+        let t4 = t.elapsed();
+        println!("worker {:.2} decode {:.2} sort {:.2} drop {:.2}", millis(t1), millis(t2-t1), millis(t3-t2), millis(t4-t3));
+    }
+}

@@ -1,0 +1,534 @@
+//! The thread that owns the SQLite connection, and the commands it runs.
+//!
+//! The async side sends a [`Command`] over a channel, each with a one-shot reply channel, and awaits
+//! the reply: no tokio worker ever blocks on SQLite. The thread runs commands in the order they
+//! arrive.
+//!
+//! Invariants:
+//! - every save is atomic: its own savepoint inside a `BEGIN IMMEDIATE` transaction, whose commit
+//!   is what makes it visible. Saves that queue up while the thread is busy (a commit with
+//!   `synchronous=FULL` waits for the disk) share one commit, group commit; each still succeeds or
+//!   fails alone, and none is answered before the commit that holds it is durable;
+//! - a save writes only the message rows whose content changed (by position and SHA-256 digest)
+//!   and deletes the rows past the new end; the summary row and the resume state row (written, or
+//!   deleted when none is given) are in the same transaction;
+//! - a panic while running a command stops the thread: the command's reply channel and every
+//!   queued one are dropped, so their callers and every later caller get an error, never a hang;
+//! - dropping the [`WorkerHandle`] closes the channel and joins the thread once it has run what
+//!   was queued; the connection closes with the thread.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
+use tokio::sync::oneshot;
+
+use super::failed;
+use super::schema::{self, Migration};
+use super::seal::StoredResumeState;
+use crate::engine::error::{Result, SessionError};
+
+/// Where a command's answer goes.
+pub(super) type Reply<T> = oneshot::Sender<Result<T>>;
+
+/// The most saves that share one commit.
+const MAX_GROUP: usize = 256;
+
+/// A message ready to store: its JSON text and the text's SHA-256.
+pub(super) struct PreparedMessage {
+    pub(super) digest: [u8; 32],
+    pub(super) body: String,
+}
+
+/// A record ready to store, serialized (and its resume state sealed) by the caller.
+pub(super) struct PreparedSave {
+    pub(super) id: String,
+    pub(super) status: &'static str,
+    pub(super) metadata: String,
+    pub(super) created_at_key: i64,
+    pub(super) updated_at_key: i64,
+    pub(super) error: Option<String>,
+    pub(super) pending_input: Option<String>,
+    pub(super) usage: Option<String>,
+    pub(super) messages: Vec<PreparedMessage>,
+    pub(super) resume_state: Option<StoredResumeState>,
+}
+
+/// A `sessions` row as stored.
+pub(super) struct SessionRow {
+    pub(super) id: String,
+    pub(super) status: String,
+    pub(super) metadata: String,
+    pub(super) created_at_key: i64,
+    pub(super) updated_at_key: i64,
+    pub(super) error: Option<String>,
+    pub(super) pending_input: Option<String>,
+    pub(super) usage: Option<String>,
+}
+
+/// A session's rows: its summary and its messages' JSON texts in order.
+pub(super) struct RecordRows {
+    pub(super) session: SessionRow,
+    pub(super) messages: Vec<String>,
+}
+
+/// What the thread is asked to do.
+pub(super) enum Command {
+    Save(Box<PreparedSave>, Reply<()>),
+    Get(String, Reply<Option<RecordRows>>),
+    List(Reply<Vec<SessionRow>>),
+    GetResumeState(String, Reply<Option<StoredResumeState>>),
+    Delete(String, Reply<()>),
+    /// Checkpoint the WAL into the database, close the connection, stop.
+    Close(Reply<()>),
+    /// Saves in one transaction, for seeding large stores in tests.
+    #[cfg(test)]
+    SaveMany(Vec<PreparedSave>, Reply<()>),
+    /// Panic, as a bug would (the reply is dropped while unwinding).
+    #[cfg(test)]
+    Panic(Reply<()>),
+}
+
+/// How to open the connection.
+pub(super) struct OpenParams {
+    pub(super) path: PathBuf,
+    pub(super) busy_timeout: Duration,
+    pub(super) migrations: Vec<Migration>,
+}
+
+/// The async side's handle on the thread.
+pub(super) struct WorkerHandle {
+    sender: Option<mpsc::Sender<Command>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl WorkerHandle {
+    /// Starts the thread and waits until it has opened (and migrated) the database.
+    ///
+    /// # Errors
+    /// When the thread cannot start or the database cannot be opened.
+    pub(super) async fn start(params: OpenParams) -> Result<Self> {
+        let (sender, receiver) = mpsc::channel();
+        let (opened_sender, opened) = oneshot::channel();
+        let thread = std::thread::Builder::new()
+            .name("harness-sessions-sqlite".to_owned())
+            .spawn(move || run(params, opened_sender, receiver))
+            .map_err(|err| {
+                SessionError::host(format!("could not start the sqlite store's thread: {err}"))
+            })?;
+        let handle = Self {
+            sender: Some(sender),
+            thread: Some(thread),
+        };
+        match opened.await {
+            Ok(Ok(())) => Ok(handle),
+            Ok(Err(err)) => Err(err),
+            Err(_) => Err(SessionError::internal(
+                "the sqlite store's thread stopped while it opened the database",
+            )),
+        }
+    }
+
+    /// Sends the command `make` builds around a reply channel, and awaits the reply.
+    ///
+    /// # Errors
+    /// The command's error, or [`SessionError::Internal`] when the thread has stopped.
+    pub(super) async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T> {
+        let stopped = || {
+            SessionError::internal(
+                "the sqlite store's thread has stopped (the store was closed, or a bug made it \
+                 panic)",
+            )
+        };
+        let sender = self.sender.as_ref().ok_or_else(stopped)?;
+        let (reply, answer) = oneshot::channel();
+        sender.send(make(reply)).map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+}
+
+impl Drop for WorkerHandle {
+    fn drop(&mut self) {
+        // Closing the channel lets the thread run what is queued, then stop.
+        drop(self.sender.take());
+        if let Some(thread) = self.thread.take() {
+            // A panic in the thread was already answered as errors; nothing to add here.
+            let _ = thread.join();
+        }
+    }
+}
+
+/// What the loop does after a command.
+enum Flow {
+    /// Goes on, first with the command a save group stopped at, if any.
+    Continue(Option<Command>),
+    /// Closes the connection and answers `reply`.
+    Close(Reply<()>),
+}
+
+fn run(params: OpenParams, opened: oneshot::Sender<Result<()>>, commands: mpsc::Receiver<Command>) {
+    let open = catch_unwind(AssertUnwindSafe(|| {
+        schema::open_connection(&params.path, params.busy_timeout, &params.migrations)
+    }));
+    let conn = match open {
+        Ok(Ok(conn)) => conn,
+        Ok(Err(err)) => {
+            let _ = opened.send(Err(err));
+            return;
+        }
+        Err(_) => {
+            let _ = opened.send(Err(SessionError::internal(
+                "the sqlite store's thread panicked while it opened the database",
+            )));
+            return;
+        }
+    };
+    if opened.send(Ok(())).is_err() {
+        // Whoever opened the store has given up on it.
+        return;
+    }
+    let mut worker = Worker { conn };
+    let mut next = None;
+    loop {
+        let command = match next.take() {
+            Some(command) => command,
+            None => match commands.recv() {
+                Ok(command) => command,
+                Err(_) => return,
+            },
+        };
+        match catch_unwind(AssertUnwindSafe(|| worker.handle(command, &commands))) {
+            Ok(Flow::Continue(pending)) => next = pending,
+            Ok(Flow::Close(reply)) => {
+                let _ = reply.send(worker.close());
+                return;
+            }
+            // The command's reply was dropped while unwinding; the queued ones drop with
+            // `commands`. Stopping beats running on after a bug.
+            Err(_) => return,
+        }
+    }
+}
+
+struct Worker {
+    conn: Connection,
+}
+
+impl Worker {
+    fn handle(&mut self, command: Command, commands: &mpsc::Receiver<Command>) -> Flow {
+        match command {
+            Command::Save(save, reply) => {
+                let mut group = vec![(save, reply)];
+                let mut pending = None;
+                while group.len() < MAX_GROUP {
+                    match commands.try_recv() {
+                        Ok(Command::Save(save, reply)) => group.push((save, reply)),
+                        Ok(other) => {
+                            pending = Some(other);
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                self.save_group(group);
+                return Flow::Continue(pending);
+            }
+            Command::Get(id, reply) => {
+                let _ = reply.send(self.get(&id));
+            }
+            Command::List(reply) => {
+                let _ = reply.send(self.list());
+            }
+            Command::GetResumeState(id, reply) => {
+                let _ = reply.send(self.get_resume_state(&id));
+            }
+            Command::Delete(id, reply) => {
+                let _ = reply.send(self.delete(&id));
+            }
+            Command::Close(reply) => return Flow::Close(reply),
+            #[cfg(test)]
+            Command::SaveMany(saves, reply) => {
+                let _ = reply.send(self.save_many(&saves));
+            }
+            #[cfg(test)]
+            Command::Panic(_reply) => panic!("a panic the tests asked for"),
+        }
+        Flow::Continue(None)
+    }
+
+    /// Writes `group` in one transaction, each save in its own savepoint, and answers each once
+    /// the commit is done.
+    fn save_group(&mut self, group: Vec<(Box<PreparedSave>, Reply<()>)>) {
+        let (saves, replies): (Vec<_>, Vec<_>) = group.into_iter().unzip();
+        match self.write_group(&saves) {
+            Ok(outcomes) => {
+                for (reply, outcome) in replies.into_iter().zip(outcomes) {
+                    let _ = reply.send(outcome);
+                }
+            }
+            Err(err) => {
+                for reply in replies {
+                    let _ = reply.send(Err(err.clone()));
+                }
+            }
+        }
+    }
+
+    fn write_group(&mut self, saves: &[Box<PreparedSave>]) -> Result<Vec<Result<()>>> {
+        let subject = match saves {
+            [single] => format!("save session {}", single.id),
+            _ => format!("save {} sessions", saves.len()),
+        };
+        let fail = |err: &rusqlite::Error| failed(&subject, err);
+        let mut tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|err| fail(&err))?;
+        let mut outcomes = Vec::with_capacity(saves.len());
+        for save in saves {
+            let mut savepoint = tx.savepoint().map_err(|err| fail(&err))?;
+            match write_save(&savepoint, save) {
+                Ok(()) => {
+                    savepoint.commit().map_err(|err| fail(&err))?;
+                    outcomes.push(Ok(()));
+                }
+                Err(err) => {
+                    // If SQLite already rolled the whole transaction back (it may, on a full
+                    // disk or an I/O error), this fails and so does the whole group: nothing
+                    // after it runs outside the transaction.
+                    savepoint.rollback().map_err(|err| fail(&err))?;
+                    savepoint.commit().map_err(|err| fail(&err))?;
+                    outcomes.push(Err(failed(format!("save session {}", save.id), &err)));
+                }
+            }
+            if tx.is_autocommit() {
+                return Err(SessionError::host(format!(
+                    "the sqlite store could not {subject}: sqlite ended the transaction early"
+                )));
+            }
+        }
+        tx.commit().map_err(|err| fail(&err))?;
+        Ok(outcomes)
+    }
+
+    #[cfg(test)]
+    fn save_many(&mut self, saves: &[PreparedSave]) -> Result<()> {
+        let fail = |err: rusqlite::Error| failed("save many sessions", &err);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        for save in saves {
+            write_save(&tx, save).map_err(fail)?;
+        }
+        tx.commit().map_err(fail)
+    }
+
+    fn get(&mut self, id: &str) -> Result<Option<RecordRows>> {
+        let fail = |err: rusqlite::Error| failed(format!("read session {id}"), &err);
+        // One read transaction: both reads see the same commit, even with another process writing.
+        let tx = self.conn.transaction().map_err(fail)?;
+        let session = tx
+            .prepare_cached(
+                "SELECT id, status, metadata, created_at_key, updated_at_key, error, \
+                        pending_input, usage \
+                 FROM sessions WHERE id = ?1",
+            )
+            .and_then(|mut statement| statement.query_row([id], session_row).optional())
+            .map_err(fail)?;
+        let Some(session) = session else {
+            return Ok(None);
+        };
+        let mut messages = Vec::new();
+        {
+            let mut statement = tx
+                .prepare_cached(
+                    "SELECT position, body FROM messages WHERE session_id = ?1 ORDER BY position",
+                )
+                .map_err(fail)?;
+            let mut rows = statement.query([id]).map_err(fail)?;
+            while let Some(row) = rows.next().map_err(fail)? {
+                let position: i64 = row.get(0).map_err(fail)?;
+                if usize::try_from(position) != Ok(messages.len()) {
+                    return Err(SessionError::host(format!(
+                        "the sqlite store holds a damaged conversation for session {id}: \
+                         message {} is missing",
+                        messages.len()
+                    )));
+                }
+                messages.push(row.get(1).map_err(fail)?);
+            }
+        }
+        tx.commit().map_err(fail)?;
+        Ok(Some(RecordRows { session, messages }))
+    }
+
+    fn list(&mut self) -> Result<Vec<SessionRow>> {
+        let fail = |err: rusqlite::Error| failed("list the sessions", &err);
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT id, status, metadata, created_at_key, updated_at_key, error, \
+                        pending_input, usage \
+                 FROM sessions",
+            )
+            .map_err(fail)?;
+        let rows = statement.query_map([], session_row).map_err(fail)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(fail)
+    }
+
+    fn get_resume_state(&mut self, id: &str) -> Result<Option<StoredResumeState>> {
+        let fail =
+            |err: rusqlite::Error| failed(format!("read the resume state of session {id}"), &err);
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT format, body FROM resume_states WHERE session_id = ?1")
+            .map_err(fail)?;
+        statement
+            .query_row([id], |row| {
+                Ok(StoredResumeState {
+                    format: row.get(0)?,
+                    body: row.get(1)?,
+                })
+            })
+            .optional()
+            .map_err(fail)
+    }
+
+    fn delete(&mut self, id: &str) -> Result<()> {
+        let fail = |err: rusqlite::Error| failed(format!("delete session {id}"), &err);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        // The foreign keys cascade too; deleting each table's rows says it without relying on it.
+        for sql in [
+            "DELETE FROM messages WHERE session_id = ?1",
+            "DELETE FROM resume_states WHERE session_id = ?1",
+            "DELETE FROM sessions WHERE id = ?1",
+        ] {
+            tx.prepare_cached(sql)
+                .and_then(|mut statement| statement.execute([id]))
+                .map_err(fail)?;
+        }
+        tx.commit().map_err(fail)
+    }
+
+    /// Checkpoints the WAL into the database and truncates it, then closes the connection.
+    fn close(self) -> Result<()> {
+        let checkpoint = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
+                row.get::<_, i64>(0)
+            });
+        let closed = self.conn.close();
+        match (checkpoint, closed) {
+            (_, Err((_, err))) => Err(failed("close the database", &err)),
+            (Err(err), Ok(())) => Err(failed("checkpoint the WAL", &err)),
+            // `busy` means another connection (another process) still reads an older snapshot:
+            // it checkpoints what it can, the rest is done by the last connection to close.
+            (Ok(_busy), Ok(())) => Ok(()),
+        }
+    }
+}
+
+fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
+    Ok(SessionRow {
+        id: row.get(0)?,
+        status: row.get(1)?,
+        metadata: row.get(2)?,
+        created_at_key: row.get(3)?,
+        updated_at_key: row.get(4)?,
+        error: row.get(5)?,
+        pending_input: row.get(6)?,
+        usage: row.get(7)?,
+    })
+}
+
+/// Writes one save inside the caller's transaction: the summary, the messages that changed, the
+/// resume state.
+fn write_save(conn: &Connection, save: &PreparedSave) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO sessions (id, status, metadata, created_at_key, updated_at_key, error, \
+                               pending_input, usage) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+         ON CONFLICT (id) DO UPDATE SET status = excluded.status, \
+             metadata = excluded.metadata, created_at_key = excluded.created_at_key, \
+             updated_at_key = excluded.updated_at_key, error = excluded.error, \
+             pending_input = excluded.pending_input, usage = excluded.usage",
+    )?
+    .execute(params![
+        save.id,
+        save.status,
+        save.metadata,
+        save.created_at_key,
+        save.updated_at_key,
+        save.error,
+        save.pending_input,
+        save.usage,
+    ])?;
+
+    // What is stored, by position: a message whose digest matches is left alone.
+    let mut unchanged = vec![false; save.messages.len()];
+    let mut stored_past_end = false;
+    {
+        let mut statement = conn.prepare_cached(
+            "SELECT position, digest FROM messages WHERE session_id = ?1 ORDER BY position",
+        )?;
+        let mut rows = statement.query([&save.id])?;
+        while let Some(row) = rows.next()? {
+            let position: i64 = row.get(0)?;
+            let digest = row.get_ref(1)?.as_blob()?;
+            match usize::try_from(position)
+                .ok()
+                .and_then(|position| save.messages.get(position).map(|new| (position, new)))
+            {
+                Some((position, new)) => unchanged[position] = new.digest.as_slice() == digest,
+                None => stored_past_end = true,
+            }
+        }
+    }
+    {
+        let mut upsert = conn.prepare_cached(
+            "INSERT INTO messages (session_id, position, digest, body) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (session_id, position) DO UPDATE SET digest = excluded.digest, \
+                 body = excluded.body",
+        )?;
+        for (position, message) in save.messages.iter().enumerate() {
+            if !unchanged[position] {
+                upsert.execute(params![
+                    save.id,
+                    position_key(position),
+                    message.digest.as_slice(),
+                    message.body,
+                ])?;
+            }
+        }
+    }
+    if stored_past_end {
+        conn.prepare_cached("DELETE FROM messages WHERE session_id = ?1 AND position >= ?2")?
+            .execute(params![save.id, position_key(save.messages.len())])?;
+    }
+
+    match &save.resume_state {
+        Some(state) => conn
+            .prepare_cached(
+                "INSERT INTO resume_states (session_id, format, body) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (session_id) DO UPDATE SET format = excluded.format, \
+                     body = excluded.body",
+            )?
+            .execute(params![save.id, state.format, state.body])?,
+        None => conn
+            .prepare_cached("DELETE FROM resume_states WHERE session_id = ?1")?
+            .execute([&save.id])?,
+    };
+    Ok(())
+}
+
+/// A position as SQLite stores it; a conversation never comes near `i64::MAX` messages.
+fn position_key(position: usize) -> i64 {
+    i64::try_from(position).unwrap_or(i64::MAX)
+}
