@@ -198,6 +198,8 @@ pub struct NativeFileReader {
 
 impl NativeFileReader {
     pub(crate) fn new(stream: FileStream) -> Self {
+        // Fused: a batch may look past the end, and the next read must then find the end again.
+        let stream: FileStream = Box::pin(stream.fuse());
         NativeFileReader {
             source: Arc::new(Source::new(stream)),
         }

@@ -180,7 +180,7 @@ pub fn parse_memory(text: &str) -> Result<i64> {
 ///
 /// An input error at `memory` below 6 MiB or not finite.
 pub fn memory_from_bytes(bytes: f64) -> Result<i64> {
-    if !bytes.is_finite() || bytes < 6.0 * 1024.0 * 1024.0 || bytes > 9.0e18 {
+    if !bytes.is_finite() || !(6.0 * 1024.0 * 1024.0..=9.0e18).contains(&bytes) {
         return Err(SessionError::input(
             "memory",
             "memory: a container needs at least 6 MiB (Docker's minimum).",

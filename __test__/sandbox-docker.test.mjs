@@ -1,0 +1,238 @@
+// dockerSandbox() through the addon, on a real Docker Engine with the test image
+// (scripts/docker/start.sh, scripts/docker/build-test-image.sh). Skipped without them, unless
+// HARNESS_SESSIONS_REQUIRE_DOCKER=1: then it fails. Prints the median timings of a session's life.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { request } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { HarnessAgent } from '@ai-sdk/harness/agent';
+
+const require = createRequire(import.meta.url);
+const { dockerSandbox, isNativeSandboxSession } = require('../js/sandbox.js');
+const { SessionInputError, SessionError } = require('../js/errors.js');
+
+const image = process.env.HARNESS_SESSIONS_TEST_IMAGE ?? 'harness-sessions-test:busybox';
+const localSocket = fileURLToPath(new URL('../.cache/docker/docker.sock', import.meta.url));
+const host = process.env.DOCKER_HOST ?? (existsSync(localSocket) ? `unix://${localSocket}` : undefined);
+const required = process.env.HARNESS_SESSIONS_REQUIRE_DOCKER === '1';
+
+/** GET `path` on the engine: its status, or an error. */
+function engine(path) {
+  return new Promise((resolve, reject) => {
+    if (host === undefined || !host.startsWith('unix://')) {
+      reject(new Error(`no unix Docker endpoint (DOCKER_HOST=${host ?? 'unset'})`));
+      return;
+    }
+    const req = request({ socketPath: host.slice('unix://'.length), path, timeout: 3000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    });
+    req.on('error', reject);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.end();
+  });
+}
+
+async function dockerProblem() {
+  try {
+    if ((await engine('/_ping')) !== 200) return 'the Docker Engine does not answer';
+    if ((await engine(`/images/${encodeURIComponent(image)}/json`)) !== 200) {
+      return `the test image ${image} is missing: run scripts/docker/build-test-image.sh`;
+    }
+    return undefined;
+  } catch (error) {
+    return `no Docker Engine: ${error.message}`;
+  }
+}
+
+const problem = await dockerProblem();
+if (problem !== undefined && required) {
+  test('Docker is required (HARNESS_SESSIONS_REQUIRE_DOCKER=1)', () => assert.fail(problem));
+}
+const skip = problem !== undefined && !required ? `skipped: ${problem}` : false;
+const dockerTest = (name, fn) => test(name, { skip }, fn);
+
+let counter = 0;
+const fresh = (name) => `${name}-${process.pid}-${++counter}`;
+const options = { image, host, namePrefix: 'hs-jstest-' };
+
+async function text(stream) {
+  const chunks = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function minimalHarness() {
+  const state = { type: 'resume-session', harnessId: 'minimal', specificationVersion: 'harness-v1', data: {} };
+  const never = () => {
+    throw new Error('no turns in this harness');
+  };
+  return {
+    specificationVersion: 'harness-v1',
+    harnessId: 'minimal',
+    builtinTools: {},
+    async doStart({ sessionId }) {
+      return {
+        sessionId,
+        isResume: false,
+        doPromptTurn: never,
+        doContinueTurn: never,
+        doSuspendTurn: never,
+        doCompact: never,
+        doDetach: async () => state,
+        doStop: async () => state,
+        doDestroy: async () => {},
+      };
+    },
+  };
+}
+
+dockerTest('a container session: run, spawn, abort, files, refusals', async () => {
+  const sandboxes = dockerSandbox(options);
+  assert.equal(sandboxes.providerId, 'harness-sessions.docker');
+  const session = await sandboxes.createSession({ sessionId: fresh('js') });
+  try {
+    assert.ok(isNativeSandboxSession(session));
+    assert.equal(session.defaultWorkingDirectory, '/workspace');
+    assert.deepEqual(session.ports, []);
+    assert.match(session.description, /non-root user 1000:1000/);
+    assert.deepEqual(await session.run({ command: 'id -u; echo e >&2; exit 5' }), { exitCode: 5, stdout: '1000\n', stderr: 'e\n' });
+    assert.equal((await session.run({ command: 'echo "$A"', env: { A: 'b' } })).stdout, 'b\n');
+
+    const proc = await session.spawn({ command: 'echo one; sleep 0.2; echo two' });
+    const [out, exit] = await Promise.all([text(proc.stdout), proc.wait()]);
+    assert.deepEqual([out, exit], ['one\ntwo\n', { exitCode: 0 }]);
+
+    const controller = new AbortController();
+    const started = Date.now();
+    setTimeout(() => controller.abort(new Error('cut')), 150);
+    await assert.rejects(session.run({ command: 'sleep 30', abortSignal: controller.signal }), /cut/);
+    assert.ok(Date.now() - started < 5000);
+
+    await session.writeTextFile({ path: 'notes/a.txt', content: 'hello\nworld\n' });
+    assert.equal(await session.readTextFile({ path: '/workspace/notes/a.txt', startLine: 2 }), 'world\n');
+    assert.equal(await text(await session.readFile({ path: 'notes/a.txt' })), 'hello\nworld\n');
+    const bytes = new Uint8Array(100000).map((_, i) => (i * 7) % 256);
+    await session.writeFile({ path: 'b.bin', content: new Blob([bytes]).stream() });
+    assert.deepEqual(await session.readBinaryFile({ path: 'b.bin' }), bytes);
+    assert.equal(await session.readTextFile({ path: 'missing' }), null);
+    assert.equal(await session.readFile({ path: 'missing/deeper' }), null);
+    await session.writeTextFile({ path: '/home/sandbox/.config/c.json', content: '{}' });
+    assert.equal((await session.run({ command: 'cat ~/.config/c.json; stat -c %u ~/.config/c.json' })).stdout, '{}1000\n');
+
+    await session.run({ command: 'ln -s /etc out' });
+    for (const [action, path] of [
+      [() => session.readTextFile({ path: '../etc/passwd' }), '../etc/passwd'],
+      [() => session.readTextFile({ path: '/etc/passwd' }), '/etc/passwd'],
+      [() => session.writeTextFile({ path: 'out/x', content: 'x' }), 'out/x'],
+    ]) {
+      await assert.rejects(action(), (error) => SessionInputError.isInstance(error) && error.path === path);
+    }
+    await assert.rejects(session.getPortEndpoint({ port: 4000 }), /no network/);
+  } finally {
+    await session.destroy();
+  }
+});
+
+dockerTest('stop, resume from a new provider, destroy; errors in words', async () => {
+  const id = fresh('resume');
+  const first = await dockerSandbox(options).createSession({ sessionId: id });
+  await first.writeTextFile({ path: 'kept', content: 'yes' });
+  await first.stop();
+  await assert.rejects(first.run({ command: 'true' }), /is stopped: resume the session/);
+  const again = await dockerSandbox(options).resumeSession({ sessionId: id });
+  assert.equal(await again.readTextFile({ path: 'kept' }), 'yes');
+  await again.destroy();
+  await again.destroy();
+  await assert.rejects(again.run({ command: 'true' }), /is gone/);
+  await assert.rejects(dockerSandbox(options).resumeSession({ sessionId: id }), (error) => {
+    assert.ok(SessionError.isInstance(error));
+    assert.match(error.message, /No sandbox container hs-jstest-resume/);
+    return true;
+  });
+  await assert.rejects(
+    dockerSandbox({ ...options, image: 'harness-sessions-test:absent' }).createSession({ sessionId: fresh('x') }),
+    /The image harness-sessions-test:absent is not on the Docker Engine/,
+  );
+  await assert.rejects(
+    dockerSandbox({ ...options, host: 'unix:///nonexistent.sock' }).createSession({ sessionId: fresh('x') }),
+    /No Docker Engine at unix:\/\/\/nonexistent.sock/,
+  );
+  assert.throws(() => dockerSandbox({ host }), (error) => SessionInputError.isInstance(error) && error.path === 'image');
+  assert.throws(() => dockerSandbox({ ...options, memory: 'lots' }), (error) => error.path === 'memory');
+});
+
+dockerTest('open() and fork(): views with their own ports and directories', async () => {
+  const open = dockerSandbox({ ...options, ports: [41001], name: fresh('shared') });
+  const shared = await open();
+  try {
+    assert.deepEqual(shared.ports, [41001]);
+    const view = await shared.fork({ ports: [41002], workingDirectory: 'sessions/s1' });
+    assert.ok(isNativeSandboxSession(view));
+    assert.equal(view.defaultWorkingDirectory, '/workspace/sessions/s1');
+    assert.deepEqual(await view.getPortEndpoint({ port: 41002, protocol: 'ws' }), { url: 'ws://127.0.0.1:41002' });
+    assert.equal((await view.run({ command: 'pwd' })).stdout, '/workspace/sessions/s1\n');
+    const sameAgain = await open();
+    assert.equal(sameAgain.id, shared.id);
+
+    // The real HarnessAgent on a caller-owned view, as sharedSandbox() hands it.
+    const agent = new HarnessAgent({ harness: minimalHarness() });
+    const owned = await agent.createSession({ sessionId: 's1', sandboxSession: view });
+    assert.equal((await view.run({ command: 'ls -d minimal-s1' })).exitCode, 0);
+    await owned.destroy();
+    assert.equal((await shared.run({ command: 'echo still' })).stdout, 'still\n');
+  } finally {
+    await shared.destroy();
+  }
+});
+
+dockerTest('the real HarnessAgent creates a session on an agent-owned container', async () => {
+  const sandboxes = dockerSandbox(options);
+  const agent = new HarnessAgent({ harness: minimalHarness(), sandbox: sandboxes });
+  const sessionId = fresh('agent');
+  let firstCreate = 0;
+  const direct = await sandboxes.createSession({
+    sessionId: `${sessionId}-direct`,
+    onFirstCreate: async (restricted) => {
+      firstCreate += 1;
+      assert.equal(restricted.stop, undefined);
+      await restricted.writeTextFile({ path: 'first', content: '1' });
+    },
+  });
+  assert.equal(firstCreate, 1);
+  assert.equal(await direct.readTextFile({ path: 'first' }), '1');
+  await direct.destroy();
+
+  const harnessSession = await agent.createSession({ sessionId });
+  const resumed = await sandboxes.resumeSession({ sessionId });
+  assert.equal((await resumed.run({ command: `ls -d /workspace/minimal-${sessionId}` })).exitCode, 0);
+  await harnessSession.destroy();
+  await assert.rejects(sandboxes.resumeSession({ sessionId }), /No sandbox container/);
+});
+
+dockerTest('timings: median of 10 (printed, not asserted)', async (t) => {
+  const median = (samples) => samples.sort((a, b) => a - b)[Math.floor(samples.length / 2)];
+  const figures = { ready: [], run: [], stop: [], resume: [], fork: [], destroy: [] };
+  const time = async (key, f) => {
+    const started = performance.now();
+    const result = await f();
+    figures[key].push(performance.now() - started);
+    return result;
+  };
+  for (let i = 0; i < 10; i += 1) {
+    const id = fresh('timing');
+    const session = await time('ready', () => dockerSandbox(options).createSession({ sessionId: id }));
+    await time('run', () => session.run({ command: 'true' }));
+    await time('stop', () => session.stop());
+    const resumed = await time('resume', () => dockerSandbox(options).resumeSession({ sessionId: id }));
+    await time('fork', () => resumed.fork({ workingDirectory: 'views/a' }));
+    await time('destroy', () => resumed.destroy());
+  }
+  const line = Object.entries(figures)
+    .map(([key, samples]) => `${key} ${median(samples).toFixed(0)} ms`)
+    .join(', ');
+  t.diagnostic(`docker sandbox through the addon, median of 10: ${line}`);
+  console.log(`docker sandbox through the addon, median of 10: ${line}`);
+});

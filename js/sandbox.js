@@ -1,0 +1,388 @@
+'use strict';
+/**
+ * The sandboxes of harness-sessions, as `@ai-sdk/harness` expects them.
+ *
+ * - `dockerSandbox(options)`: a container per session on a Docker Engine (native, bollard).
+ * - `localSandbox(options)`: processes on this host, in a folder per session. NO ISOLATION: a
+ *   command can do whatever the user of this server can. For development and tests only.
+ *
+ * Each returns one object that serves two ways:
+ *
+ * - a `HarnessV1SandboxProvider` (`specificationVersion`, `providerId`, `createSession({ sessionId })`,
+ *   `resumeSession({ sessionId })`), for `new HarnessAgent({ sandbox })` or `sandboxPerSession()`;
+ * - a function `open({ name? })` that finds the sandbox `name` (default: `options.name` or
+ *   `'shared'`) again or creates it: the `open` of `sharedSandbox()`, whose sessions `fork()` it.
+ *
+ * The sessions are instances of the native class `NativeSandboxSession`, given here the methods of
+ * `HarnessV1NetworkSandboxSession`: so the native session strategies recognise them. Output and
+ * files cross from Rust in batches (up to 1 MiB each) and are enqueued into web `ReadableStream`s.
+ */
+
+const binding = require('../binding.js');
+const { translating, SessionInputError } = require('./errors.js');
+
+const { NativeSandboxSession, createDockerSandboxProvider, createLocalSandboxProvider } = binding;
+
+/** Bytes gathered from a written stream before they cross to Rust. */
+const WRITE_BATCH = 1024 * 1024;
+
+/**
+ * @typedef {object} DockerSandboxOptions
+ * @property {string} image The image, on the engine already (built or imported): nothing is pulled unless `pull`.
+ * @property {string} [host] The Docker endpoint: `unix:///path/docker.sock`, a socket path, or `tcp://host:port`. Default: `DOCKER_HOST`, then `/var/run/docker.sock`.
+ * @property {boolean} [pull] Pull the image when the engine lacks it. Default: false.
+ * @property {string} [namePrefix] The start of container names. Default: `harness-sessions-`.
+ * @property {string} [name] The name `open()` uses for the shared sandbox. Default: `shared`.
+ * @property {string} [user] The user commands run as, numeric `uid:gid`. Default: `1000:1000`.
+ * @property {string} [workingDirectory] Default: `/workspace`.
+ * @property {string} [home] The user's HOME. Default: `/home/sandbox`.
+ * @property {number[]} [ports] Ports of each sandbox (host networking, reached on 127.0.0.1). Default: none, and no network.
+ * @property {Record<string, string>} [env] Environment of the container.
+ * @property {number} [cpus] Default: 1.
+ * @property {number | string} [memory] Bytes, or `'512m'`, `'2g'`. Default: `'1g'`.
+ * @property {number} [pids] Processes at once. Default: 256.
+ * @property {'none' | 'host'} [network] Default: `'none'` without ports, `'host'` with.
+ */
+
+/**
+ * A Docker sandbox provider, also the `open` of `sharedSandbox()`.
+ * @param {DockerSandboxOptions} options
+ */
+function dockerSandbox(options) {
+  const { name, ...rest } = options ?? {};
+  const native = translating(() => createDockerSandboxProvider(rest));
+  return provider(native, name ?? 'shared');
+}
+
+/**
+ * @typedef {object} LocalSandboxOptions
+ * @property {string} root The folder that holds one folder per session (created if missing).
+ * @property {number[]} [ports] Ports of each session: this host's, on 127.0.0.1.
+ * @property {Record<string, string>} [env] Environment of every command.
+ * @property {boolean} [inheritEnv] Pass this process's whole environment (its secrets too). Default: false.
+ * @property {string} [name] The name `open()` uses for the shared sandbox. Default: `shared`.
+ */
+
+/**
+ * A local sandbox provider: processes on this host, without isolation.
+ * @param {LocalSandboxOptions} options
+ */
+function localSandbox(options) {
+  const { name, ...rest } = options ?? {};
+  const native = translating(() => createLocalSandboxProvider(rest));
+  return provider(native, name ?? 'shared');
+}
+
+function provider(native, defaultName) {
+  /** Finds the sandbox `name` again, or creates it. */
+  const open = (openOptions = {}) =>
+    settle(openOptions.abortSignal, () => native.open(openOptions.name ?? defaultName), (session) => session.stop());
+  Object.defineProperties(open, {
+    specificationVersion: { value: 'harness-sandbox-v1', enumerable: true },
+    providerId: { value: native.providerId, enumerable: true },
+    createSession: {
+      enumerable: true,
+      value: async (createOptions = {}) => {
+        const { sessionId, abortSignal, onFirstCreate } = createOptions;
+        const session = await settle(
+          abortSignal,
+          () => native.createSession(sessionId ?? null),
+          (created) => created.destroy(),
+        );
+        if (onFirstCreate != null) {
+          try {
+            await onFirstCreate(session.restricted(), { abortSignal });
+          } catch (error) {
+            await session.destroy().catch(() => {});
+            throw error;
+          }
+        }
+        return session;
+      },
+    },
+    resumeSession: {
+      enumerable: true,
+      value: ({ sessionId, abortSignal } = {}) =>
+        settle(abortSignal, () => native.resumeSession(sessionId), (session) => session.stop()),
+    },
+    /** The native provider, for the native session strategies. */
+    nativeProvider: { value: native },
+  });
+  return open;
+}
+
+/**
+ * Runs `start` unless `signal` is aborted; if it aborts meanwhile, undoes the result with `undo`
+ * and throws the abort reason.
+ */
+async function settle(signal, start, undo) {
+  signal?.throwIfAborted();
+  const result = await translating(start);
+  if (signal?.aborted) {
+    await Promise.resolve(undo(result)).catch(() => {});
+    throw signal.reason;
+  }
+  return result;
+}
+
+function asUint8Array(buffer) {
+  return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+}
+
+function asBuffer(bytes) {
+  if (!(bytes instanceof Uint8Array)) {
+    throw new SessionInputError({ path: 'content', message: 'content: expected a Uint8Array.' });
+  }
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** A web stream of a native reader's batches. */
+function readableOf(read, cancel) {
+  return new ReadableStream({
+    async pull(controller) {
+      const chunk = await translating(read);
+      if (chunk === null) controller.close();
+      else controller.enqueue(asUint8Array(chunk));
+    },
+    cancel() {
+      return translating(cancel);
+    },
+  });
+}
+
+function commandOf(options) {
+  if (options == null || typeof options.command !== 'string') {
+    throw new SessionInputError({ path: 'command', message: 'command: expected a string.' });
+  }
+  return { command: options.command, workingDirectory: options.workingDirectory, env: options.env };
+}
+
+const NODE_ENCODINGS = {
+  'utf-8': 'utf8',
+  utf8: 'utf8',
+  'utf-16le': 'utf16le',
+  utf16le: 'utf16le',
+  ucs2: 'utf16le',
+  'ucs-2': 'utf16le',
+  latin1: 'latin1',
+  'iso-8859-1': 'latin1',
+  binary: 'latin1',
+  ascii: 'ascii',
+};
+
+function encode(text, encoding = 'utf-8') {
+  if (typeof text !== 'string') {
+    throw new SessionInputError({ path: 'content', message: 'content: expected a string.' });
+  }
+  const nodeEncoding = NODE_ENCODINGS[String(encoding).toLowerCase()];
+  if (nodeEncoding === undefined) {
+    throw new SessionInputError({
+      path: 'encoding',
+      message: `encoding: ${JSON.stringify(encoding)} cannot be written; use utf-8, utf-16le, latin1 or ascii.`,
+    });
+  }
+  return Buffer.from(text, nodeEncoding);
+}
+
+function decodeLines(bytes, { encoding = 'utf-8', startLine, endLine }) {
+  let decoder;
+  try {
+    decoder = new TextDecoder(encoding);
+  } catch {
+    throw new SessionInputError({ path: 'encoding', message: `encoding: ${JSON.stringify(encoding)} is not an encoding.` });
+  }
+  const text = decoder.decode(bytes);
+  if (startLine == null && endLine == null) return text;
+  const lines = text.split(/(?<=\n)/);
+  const start = Math.max(1, startLine ?? 1);
+  const end = endLine ?? lines.length;
+  return lines.slice(start - 1, Math.max(start - 1, end)).join('');
+}
+
+/** Calls `f` unless `signal` is aborted, and throws the reason if it aborts meanwhile. */
+async function unlessAborted(signal, f) {
+  signal?.throwIfAborted();
+  const result = await translating(f);
+  signal?.throwIfAborted();
+  return result;
+}
+
+/** Kills `process` when `signal` aborts; returns what removes the listener. */
+function killOnAbort(process, signal) {
+  if (signal == null) return () => {};
+  const onAbort = () => {
+    process.kill().catch(() => {});
+  };
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  return () => signal.removeEventListener('abort', onAbort);
+}
+
+/** The methods of `Experimental_SandboxSession`, then those of `HarnessV1NetworkSandboxSession`. */
+const sessionMethods = {
+  async run(options) {
+    const command = commandOf(options);
+    const signal = options.abortSignal;
+    signal?.throwIfAborted();
+    const process = await translating(() => this.nativeSpawn(command));
+    const release = killOnAbort(process, signal);
+    try {
+      const result = await translating(() => process.collect());
+      signal?.throwIfAborted();
+      return result;
+    } finally {
+      release();
+    }
+  },
+
+  async spawn(options) {
+    const command = commandOf(options);
+    const signal = options.abortSignal;
+    signal?.throwIfAborted();
+    const process = await translating(() => this.nativeSpawn(command));
+    const release = killOnAbort(process, signal);
+    let waiting;
+    return {
+      pid: process.pid ?? undefined,
+      stdout: readableOf(() => process.readStdout(), () => process.cancelStdout()),
+      stderr: readableOf(() => process.readStderr(), () => process.cancelStderr()),
+      wait() {
+        waiting ??= translating(() => process.wait()).then(
+          (exitCode) => {
+            release();
+            signal?.throwIfAborted();
+            return { exitCode };
+          },
+          (error) => {
+            release();
+            throw error;
+          },
+        );
+        return waiting;
+      },
+      kill() {
+        return translating(() => process.kill());
+      },
+    };
+  },
+
+  async readFile({ path, abortSignal }) {
+    const reader = await unlessAborted(abortSignal, () => this.nativeOpenRead(path));
+    if (reader === null) return null;
+    return readableOf(() => reader.read(), () => reader.cancel());
+  },
+
+  async readBinaryFile({ path, abortSignal }) {
+    const bytes = await unlessAborted(abortSignal, () => this.nativeReadBytes(path));
+    return bytes === null ? null : asUint8Array(bytes);
+  },
+
+  async readTextFile(options) {
+    const bytes = await unlessAborted(options.abortSignal, () => this.nativeReadBytes(options.path));
+    return bytes === null ? null : decodeLines(bytes, options);
+  },
+
+  async writeFile({ path, content, abortSignal }) {
+    if (content == null || typeof content.getReader !== 'function') {
+      throw new SessionInputError({ path: 'content', message: 'content: expected a ReadableStream<Uint8Array>.' });
+    }
+    const writer = await unlessAborted(abortSignal, () => this.nativeOpenWrite(path));
+    const reader = content.getReader();
+    let pending = [];
+    let pendingBytes = 0;
+    const flush = async () => {
+      if (pendingBytes === 0) return;
+      const batch = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
+      pending = [];
+      pendingBytes = 0;
+      await translating(() => writer.write(batch));
+    };
+    try {
+      for (;;) {
+        abortSignal?.throwIfAborted();
+        const { done, value } = await reader.read();
+        if (done) break;
+        const chunk = asBuffer(value);
+        pending.push(chunk);
+        pendingBytes += chunk.byteLength;
+        if (pendingBytes >= WRITE_BATCH) await flush();
+      }
+      await flush();
+      abortSignal?.throwIfAborted();
+      await translating(() => writer.finish());
+    } catch (error) {
+      await writer.abort(String(error?.message ?? error)).catch(() => {});
+      await reader.cancel(error).catch(() => {});
+      throw error;
+    }
+  },
+
+  async writeBinaryFile({ path, content, abortSignal }) {
+    const bytes = asBuffer(content);
+    await unlessAborted(abortSignal, () => this.nativeWriteBytes(path, bytes));
+  },
+
+  async writeTextFile({ path, content, encoding, abortSignal }) {
+    const bytes = encode(content, encoding);
+    await unlessAborted(abortSignal, () => this.nativeWriteBytes(path, bytes));
+  },
+
+  async getPortEndpoint({ port, protocol } = {}) {
+    const endpoint = translating(() => this.nativePortEndpoint(port, protocol ?? null));
+    return endpoint.headers == null ? { url: endpoint.url } : endpoint;
+  },
+
+  async getPortUrl(options) {
+    return (await this.getPortEndpoint(options)).url;
+  },
+
+  stop() {
+    return translating(() => this.nativeStop());
+  },
+
+  destroy() {
+    return translating(() => this.nativeDestroy());
+  },
+
+  /**
+   * A view of the same sandbox with ports and a working directory of its own (`workingDirectory`:
+   * absolute, or relative to this one's; default: a new `fork-<random>` directory).
+   */
+  fork({ ports, workingDirectory } = {}) {
+    return translating(() => this.nativeFork({ ports, workingDirectory }));
+  },
+
+  /** The same sandbox as a bare `SandboxSession`: files and processes, nothing else. */
+  restricted() {
+    const session = this;
+    return Object.freeze({
+      get description() {
+        return session.description;
+      },
+      run: (options) => session.run(options),
+      spawn: (options) => session.spawn(options),
+      readFile: (options) => session.readFile(options),
+      readBinaryFile: (options) => session.readBinaryFile(options),
+      readTextFile: (options) => session.readTextFile(options),
+      writeFile: (options) => session.writeFile(options),
+      writeBinaryFile: (options) => session.writeBinaryFile(options),
+      writeTextFile: (options) => session.writeTextFile(options),
+    });
+  },
+};
+
+for (const [name, method] of Object.entries(sessionMethods)) {
+  Object.defineProperty(NativeSandboxSession.prototype, name, {
+    value: method,
+    writable: true,
+    configurable: true,
+    enumerable: false,
+  });
+}
+
+/** Whether `value` is a session of these sandboxes (of this copy of the package). */
+function isNativeSandboxSession(value) {
+  return value instanceof NativeSandboxSession;
+}
+
+module.exports = { dockerSandbox, localSandbox, isNativeSandboxSession };
