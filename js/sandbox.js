@@ -36,7 +36,8 @@ const WRITE_BATCH = 1024 * 1024;
  * @property {string} [user] The user commands run as, numeric `uid:gid`. Default: `1000:1000`.
  * @property {string} [workingDirectory] Default: `/workspace`.
  * @property {string} [home] The user's HOME. Default: `/home/sandbox`.
- * @property {number[]} [ports] Ports of each sandbox (host networking, reached on 127.0.0.1). Default: none, and no network.
+ * @property {number[]} [ports] Ports of each sandbox (host networking, reached on 127.0.0.1; a process binding
+ *   0.0.0.0 is also reachable on the host's other interfaces unless a firewall closes them). Default: none, and no network.
  * @property {Record<string, string>} [env] Environment of the container.
  * @property {number} [cpus] Default: 1.
  * @property {number | string} [memory] Bytes, or `'512m'`, `'2g'`. Default: `'1g'`.
@@ -56,7 +57,8 @@ function dockerSandbox(options) {
 
 /**
  * @typedef {object} LocalSandboxOptions
- * @property {string} root The folder that holds one folder per session (created if missing).
+ * @property {string} root The folder that holds one folder per session (created if missing). Commands run
+ *   on this host as the server's user: the file API is confined to the session's folder, processes are not.
  * @property {number[]} [ports] Ports of each session: this host's, on 127.0.0.1.
  * @property {Record<string, string>} [env] Environment of every command.
  * @property {boolean} [inheritEnv] Pass this process's whole environment (its secrets too). Default: false.

@@ -8,7 +8,10 @@
 //! - **Safe defaults.** A non-root user (`1000:1000`), every capability dropped,
 //!   `no-new-privileges`, an init process that reaps orphans, limits on memory (1 GiB, no swap),
 //!   CPU (1) and processes (256), and no network at all unless ports are asked for: then host
-//!   networking, and endpoints on 127.0.0.1.
+//!   networking, and endpoints on 127.0.0.1. (Bridge networks and published ports are not used:
+//!   they are not available everywhere this runs. With host networking the URLs handed out are on
+//!   loopback, but a process that binds `0.0.0.0` inside the sandbox, as harness bridges do, is
+//!   also reachable on the host's other interfaces unless a firewall closes them.)
 //! - **Images** are used as they are on the engine: nothing is pulled unless `pull` is set. The
 //!   image needs `/bin/sh`, `sleep` and `kill` (busybox has them).
 //! - **Commands** run through `docker exec` as the sandbox user, each the leader of its own process
