@@ -2,15 +2,16 @@
 //!
 //! [`SqliteStore`] owns one connection, on a dedicated thread (`worker`): the async methods send
 //! it a command and await a one-shot reply, so a tokio worker never blocks on SQLite. Records are
-//! serialized, hashed and sealed on the caller's task, so the thread only runs SQL.
+//! serialized, hashed and sealed, and listed summaries decoded and sorted, on the caller's task
+//! (CPU work, as the memory store's clones are): the thread mostly runs SQL.
 //!
 //! Invariants:
 //! - every `save` is one atomic write: a crash at any moment leaves the session as it was before
-//!   or as it is after (WAL, `synchronous=FULL`; a committed save survives a crash of the process
-//!   and of the machine);
+//!   or as it is after; a save that returned is durable (WAL with `synchronous=FULL` syncs the
+//!   WAL at every commit);
 //! - `get` returns exactly what `save` wrote: JSON values equal (object key order kept, floats bit
 //!   for bit, thanks to serde_json's `float_roundtrip`), `created_at`/`updated_at` bit for bit;
-//! - `list` reads the `sessions` table only (one scan, no message), sorted by
+//! - `list` reads the `sessions` table only (one scan, no message), in the order of
 //!   [`super::sort_newest_first`];
 //! - a save writes only the message rows that changed;
 //! - the resume state has a row only while a save gives one; with an encryption key it is sealed
@@ -33,12 +34,10 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use self::seal::ResumeStateCodec;
-use self::worker::{
-    Command, OpenParams, PreparedMessage, PreparedSave, RecordRows, SessionRow, WorkerHandle,
-};
-use super::{sort_newest_first, SessionStore};
+use self::worker::{Command, OpenParams, PreparedMessage, PreparedSave, WorkerHandle};
+use super::SessionStore;
 use crate::engine::error::{Result, SessionError};
-use crate::engine::session::{SessionRecord, SessionStatus, SessionSummary};
+use crate::engine::session::{SessionRecord, SessionSummary};
 
 /// The oldest SQLite the store opens a file with, as `sqlite3_libversion_number()` gives it:
 /// 3.51.3, which fixes a corruption of WAL databases on a WAL reset.
@@ -77,8 +76,13 @@ impl fmt::Debug for SqliteStoreOptions {
 
 /// Sessions in a SQLite file.
 ///
-/// Dropping it lets its thread finish the commands already sent, then joins it (the drop waits
-/// for them); [`SqliteStore::close`] does the same and also checkpoints the WAL, reporting errors.
+/// Calls are answered in the order they were sent. A call whose future is dropped after it was
+/// sent still runs: a save then completes or fails as a whole. Saves that arrive while the thread
+/// waits for the disk share one commit (group commit), each still atomic on its own.
+///
+/// Dropping the store lets its thread finish the commands already sent, then joins it (the drop
+/// waits for them); [`SqliteStore::close`] does the same and also checkpoints the WAL, reporting
+/// errors.
 pub struct SqliteStore {
     path: PathBuf,
     codec: ResumeStateCodec,
@@ -95,9 +99,9 @@ impl fmt::Debug for SqliteStore {
 }
 
 impl SqliteStore {
-    /// Opens the store in the file at `path`, creating it (mode 0600) if it does not exist, and
-    /// migrating it to this build's schema. The work runs on the store's own thread; this awaits
-    /// it, so it can be called from any async context.
+    /// Opens the store in the file at `path`, creating it with mode 0600 if it does not exist (an
+    /// existing file keeps its mode), and migrating it to this build's schema. The work runs on
+    /// the store's own thread; this awaits it, so it can be called from any async context.
     ///
     /// # Errors
     /// [`SessionError::Host`] naming the path and what failed: a SQLite library older than
@@ -170,22 +174,14 @@ impl SessionStore for SqliteStore {
     }
 
     async fn get(&self, id: &str) -> Result<Option<SessionRecord>> {
-        let rows = self
-            .worker
+        self.worker
             .call(|reply| Command::Get(id.to_owned(), reply))
-            .await?;
-        rows.map(decode_record).transpose()
+            .await
     }
 
     async fn list(&self) -> Result<Vec<SessionSummary>> {
-        let rows = self.worker.call(Command::List).await?;
-        let mut summaries = rows
-            .into_iter()
-            .map(decode_summary)
-            .collect::<Result<Vec<_>>>()?;
-        // A plain table scan and a sort here beat walking an index (a lookup per row) by half.
-        sort_newest_first(&mut summaries);
-        Ok(summaries)
+        // Decoded and sorted here, on the caller's task: see `PackedSummaries`.
+        self.worker.call(Command::List).await?.into_newest_first()
     }
 
     async fn get_resume_state(&self, id: &str) -> Result<Option<Value>> {
@@ -249,52 +245,6 @@ fn prepare_save(
             .map(|state| codec.encode(id, state))
             .transpose()?,
     })
-}
-
-fn decode_record(rows: RecordRows) -> Result<SessionRecord> {
-    let summary = decode_summary(rows.session)?;
-    let messages = rows
-        .messages
-        .iter()
-        .map(|body| serde_json::from_str(body).map_err(|_| unreadable(&summary.id, "a message")))
-        .collect::<Result<Vec<Value>>>()?;
-    Ok(SessionRecord { summary, messages })
-}
-
-fn decode_summary(row: SessionRow) -> Result<SessionSummary> {
-    let id = row.id;
-    let status = SessionStatus::ALL
-        .into_iter()
-        .find(|status| status.as_str() == row.status)
-        .ok_or_else(|| unreadable(&id, "its status"))?;
-    let metadata =
-        serde_json::from_str(&row.metadata).map_err(|_| unreadable(&id, "its metadata"))?;
-    let pending_input = row
-        .pending_input
-        .map(|text| serde_json::from_str(&text))
-        .transpose()
-        .map_err(|_| unreadable(&id, "its pending input"))?;
-    let usage = row
-        .usage
-        .map(|text| serde_json::from_str(&text))
-        .transpose()
-        .map_err(|_| unreadable(&id, "its usage"))?;
-    Ok(SessionSummary {
-        status,
-        metadata,
-        created_at: from_order_key(row.created_at_key),
-        updated_at: from_order_key(row.updated_at_key),
-        error: row.error,
-        pending_input,
-        usage,
-        id,
-    })
-}
-
-fn unreadable(id: &str, what: &str) -> SessionError {
-    SessionError::host(format!(
-        "the sqlite store holds an unreadable session {id}: {what} could not be decoded"
-    ))
 }
 
 /// `x` as an integer that sorts like `f64::total_cmp` and turns back into the same bits.
