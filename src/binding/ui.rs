@@ -4,6 +4,9 @@
 //!
 //! Both take and give JSON text, so that what JavaScript compares is exactly what Rust produced.
 
+// In a test build the exports have no caller: napi registers them only in the addon.
+#![cfg_attr(test, allow(dead_code))]
+
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 use serde_json::{json, Value};

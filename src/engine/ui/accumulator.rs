@@ -4,7 +4,7 @@
 //! The message and its parts are `serde_json` objects handled the way the JavaScript code handles
 //! its objects, so the JSON matches the real reader's, key order included:
 //! - a key JavaScript assigns `undefined` is absent from the JSON but keeps its place, and comes
-//!   back there when a value is assigned later (a part's [`Ghosts`]);
+//!   back there when a value is assigned later (the `Ghosts` of a part);
 //! - a new key is appended; an assigned existing key stays where it is.
 //!
 //! Invariants, kept by every mutation: `message` is an object whose `parts` is an array of
@@ -335,14 +335,12 @@ impl MessageAccumulator {
     /// already halted, with the [`AccumulateError::InputMessage`] in its errors: the real reader
     /// would fail on its first chunk.
     pub fn new(input_message: Option<Value>, message_id_hint: Option<String>) -> Self {
-        match Self::build(input_message, message_id_hint) {
-            Ok(accumulator) => accumulator,
-            Err((mut accumulator, error)) => {
-                accumulator.halted = true;
-                accumulator.errors.push(ReaderError::Violation(error));
-                accumulator
-            }
+        let (mut accumulator, invalid) = Self::build(input_message, message_id_hint);
+        if let Some(error) = invalid {
+            accumulator.halted = true;
+            accumulator.errors.push(ReaderError::Violation(error));
         }
+        accumulator
     }
 
     /// As [`MessageAccumulator::new`], refusing an input message the reader cannot work on.
@@ -355,13 +353,18 @@ impl MessageAccumulator {
         input_message: Option<Value>,
         message_id_hint: Option<String>,
     ) -> Result<Self, AccumulateError> {
-        Self::build(input_message, message_id_hint).map_err(|(_, error)| error)
+        match Self::build(input_message, message_id_hint) {
+            (accumulator, None) => Ok(accumulator),
+            (_, Some(error)) => Err(error),
+        }
     }
 
+    /// The accumulator, and what is wrong with the input message if the reader cannot use it
+    /// (the accumulator then starts a fresh message).
     fn build(
         input_message: Option<Value>,
         message_id_hint: Option<String>,
-    ) -> Result<Self, (Self, AccumulateError)> {
+    ) -> (Self, Option<AccumulateError>) {
         let mut accumulator = MessageAccumulator {
             message: Value::Null,
             message_ghosts: Ghosts::default(),
@@ -400,7 +403,7 @@ impl MessageAccumulator {
                         accumulator.message = Value::Object(map);
                         accumulator.index_input_parts();
                     }
-                    return Ok(accumulator);
+                    return (accumulator, None);
                 }
             }
         }
@@ -421,10 +424,10 @@ impl MessageAccumulator {
             .build();
         accumulator.message = message;
         accumulator.message_ghosts = ghosts;
-        match invalid {
-            None => Ok(accumulator),
-            Some(reason) => Err((accumulator, AccumulateError::InputMessage { reason })),
-        }
+        (
+            accumulator,
+            invalid.map(|reason| AccumulateError::InputMessage { reason }),
+        )
     }
 
     fn index_input_parts(&mut self) {

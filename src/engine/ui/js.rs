@@ -19,20 +19,16 @@ pub(crate) fn number_to_string(x: f64) -> String {
     if x.is_infinite() {
         return if x > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
     }
-    let sign = if x < 0.0 { "-" } else { "" };
-    // Rust's `{:e}` gives the shortest digits that round-trip, as ECMAScript asks.
-    let scientific = format!("{:e}", x.abs());
-    let Some((mantissa, exponent)) = scientific.split_once('e') else {
+    // The shortest digits that round-trip, the closest of them, ties to even, as ECMAScript
+    // asks: serde_json's Ryu gives those (Rust's own `{:e}` breaks ties upwards).
+    let Some((digits, n)) = shortest_digits(x.abs()) else {
         return format!("{x}");
     };
-    let Ok(exponent) = exponent.parse::<i64>() else {
-        return format!("{x}");
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
     let k = digits.len() as i64;
-    let n = exponent + 1;
-    let mut out = String::with_capacity(k as usize + 8);
-    out.push_str(sign);
+    let mut out = String::with_capacity(digits.len() + 8);
+    if x < 0.0 {
+        out.push('-');
+    }
     if k <= n && n <= 21 {
         out.push_str(&digits);
         out.extend(std::iter::repeat_n('0', (n - k) as usize));
@@ -51,10 +47,31 @@ pub(crate) fn number_to_string(x: f64) -> String {
             out.push_str(&digits[1..]);
         }
         out.push('e');
-        out.push(if n - 1 >= 0 { '+' } else { '-' });
+        out.push(if n > 0 { '+' } else { '-' });
         out.push_str(&(n - 1).abs().to_string());
     }
     out
+}
+
+/// The shortest decimal digits `s` of a finite positive `x` and the `n` with
+/// `x = 0.s × 10^n` (ECMAScript's `s`, `k = s.len()`, `n`).
+fn shortest_digits(x: f64) -> Option<(String, i64)> {
+    let text = serde_json::to_string(&x).ok()?;
+    let (mantissa, exponent) = match text.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i64>().ok()?),
+        None => (text.as_str(), 0),
+    };
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let all: String = int_part.chars().chain(frac_part.chars()).collect();
+    let significant = all.trim_start_matches('0');
+    let digits = significant.trim_end_matches('0');
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // x = all × 10^(exponent − frac_part.len()); dropping trailing zeros moves the point.
+    let trailing = (significant.len() - digits.len()) as i64;
+    let power = exponent - frac_part.len() as i64 + trailing;
+    Some((digits.to_owned(), digits.len() as i64 + power))
 }
 
 /// `String(value)` for a primitive, as V8 prints it in an error message.
@@ -442,8 +459,8 @@ pub(crate) fn fix_json(input: &str) -> String {
             State::InsideLiteral => {
                 let partial = input.get(fixer.literal_start..).unwrap_or("");
                 for literal in ["true", "false", "null"] {
-                    if literal.starts_with(partial) {
-                        result.push_str(&literal[partial.len()..]);
+                    if let Some(rest) = literal.strip_prefix(partial) {
+                        result.push_str(rest);
                         break;
                     }
                 }
@@ -475,6 +492,11 @@ mod tests {
             (-1.5, "-1.5"),
             (100.0, "100"),
             (0.30000000000000004, "0.30000000000000004"),
+            // A tie between two shortest candidates: JavaScript takes the even one.
+            (898055860539898.2, "898055860539898.2"),
+            (1e22, "1e+22"),
+            (1.5e-7, "1.5e-7"),
+            (-123.456, "-123.456"),
         ];
         for (x, expected) in cases {
             assert_eq!(number_to_string(x), expected, "{x:e}");
