@@ -6,7 +6,13 @@
  * glue) and in the native addon (`binding.js`, generated).
  */
 
-const errors = require('./js/errors.js');
+const {
+  SessionError,
+  SessionNotFoundError,
+  SessionConflictError,
+  SessionCapacityError,
+  SessionInputError,
+} = require('./js/errors.js');
 const { createSessionManager } = require('./js/manager.js');
 const { createMemorySessionStore } = require('./js/stores.js');
 const { getHarnessErrorMessage } = require('./js/harness-errors.js');
@@ -15,9 +21,9 @@ module.exports = {
   createSessionManager,
   createMemorySessionStore,
   getHarnessErrorMessage,
-  SessionError: errors.SessionError,
-  SessionNotFoundError: errors.SessionNotFoundError,
-  SessionConflictError: errors.SessionConflictError,
-  SessionCapacityError: errors.SessionCapacityError,
-  SessionInputError: errors.SessionInputError,
+  SessionError,
+  SessionNotFoundError,
+  SessionConflictError,
+  SessionCapacityError,
+  SessionInputError,
 };

@@ -189,7 +189,7 @@ class Turns {
   /** Aborts the agent's turn with `reason`. */
   abort(turnId, reason) {
     const turn = this.#turns.get(turnId);
-    if (turn !== undefined && !turn.abort.signal.aborted) turn.abort.abort(new Error(reason));
+    if (turn !== undefined && !turn.abort.signal.aborted) turn.abort.abort(reason);
   }
 
   #clientMessage(error) {

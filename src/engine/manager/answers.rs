@@ -69,6 +69,26 @@ pub fn keep_decisions(pending: &mut PendingInput, decisions: &PendingInput) {
     }
 }
 
+/// Keeps, as decisions, the answers a continuation sent to approvals that are still pending after
+/// it: `HarnessAgent` stops at the first approval of a tool the application runs and drops the
+/// answers after it, so they are sent again with the next continuation, unchanged.
+pub fn keep_sent_answers(pending: &mut PendingInput, sent: &[Value]) {
+    for approval in pending.approvals.iter_mut().filter(|a| a.decision.is_none()) {
+        let answer = sent.iter().find(|response| {
+            response.get("approvalId").and_then(Value::as_str) == Some(&approval.approval_id)
+        });
+        if let Some(answer) = answer {
+            approval.decision = Some(ApprovalVerdict {
+                approved: answer.get("approved").and_then(Value::as_bool) == Some(true),
+                reason: answer
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            });
+        }
+    }
+}
+
 /// The continuation `request` makes of what the session waits for (`pending`); in words when the
 /// paused turn was `lost`.
 ///

@@ -196,9 +196,15 @@ pub fn pending_input_of(message: &Value) -> PendingInput {
                     decision: None,
                 });
             }
-            Some("input-available")
-                if part.get("providerExecuted").and_then(Value::as_bool) != Some(true) =>
-            {
+            Some("input-available") if !provider_executed(part) => {
+                pending.tool_calls.push(PendingToolCall {
+                    tool_call_id: call_id.to_owned(),
+                    tool_name: name,
+                    input,
+                });
+            }
+            // An approved call of a tool the application runs waits for its output.
+            Some("approval-responded") if approved(part) && !provider_executed(part) => {
                 pending.tool_calls.push(PendingToolCall {
                     tool_call_id: call_id.to_owned(),
                     tool_name: name,
@@ -209,6 +215,17 @@ pub fn pending_input_of(message: &Value) -> PendingInput {
         }
     }
     pending
+}
+
+fn provider_executed(part: &Map<String, Value>) -> bool {
+    part.get("providerExecuted").and_then(Value::as_bool) == Some(true)
+}
+
+fn approved(part: &Map<String, Value>) -> bool {
+    part.get("approval")
+        .and_then(|a| a.get("approved"))
+        .and_then(Value::as_bool)
+        == Some(true)
 }
 
 /// The words a tool call left without a result by a crash is closed with.

@@ -125,15 +125,21 @@ impl Inner {
                     .await;
             }
         };
-        self.start_succeeded(entry, harness, lease).await;
+        let kept_turn = resume_state
+            .as_ref()
+            .is_some_and(|state| state.get("continueFrom").is_some_and(|c| !c.is_null()));
+        self.start_succeeded(entry, harness, lease, kept_turn).await;
     }
 
-    /// The session is ready: `idle`, or `awaiting-input` when it was suspended while it waited.
+    /// The session is ready: `idle`, or `awaiting-input` when it was suspended while it waited;
+    /// `kept_turn` tells whether the harness kept the turn it waited in (its resume state has a
+    /// `continueFrom`), else the answers will be told in words.
     async fn start_succeeded(
         self: &Arc<Self>,
         entry: &Arc<Entry>,
         harness: Arc<dyn HarnessSession>,
         lease: Box<dyn Lease>,
+        kept_turn: bool,
     ) {
         let result = (|| -> Result<()> {
             let mut state = entry.state();
@@ -146,7 +152,7 @@ impl Inner {
                 .and_then(|r| r.summary.pending_input.as_ref())
                 .is_some_and(|p| !p.is_empty());
             let status = if waits {
-                state.paused_turn_lost = true;
+                state.paused_turn_lost = !kept_turn;
                 SessionStatus::AwaitingInput
             } else {
                 SessionStatus::Idle

@@ -244,6 +244,7 @@ impl Inner {
         let mut input = plan.input;
         let mut drop_start = false;
         let mut answered = Vec::new();
+        let mut sent = sent_approvals(&input);
         loop {
             let harness = entry.state().harness.clone();
             let Some(harness) = harness else {
@@ -288,6 +289,7 @@ impl Inner {
             }
             match self.policy_answers(entry, &mut answered).await {
                 Some(approvals) => {
+                    sent = approvals.clone();
                     input = TurnInput::Continue {
                         approvals,
                         tool_results: Vec::new(),
@@ -298,7 +300,7 @@ impl Inner {
                 None => break,
             }
         }
-        self.end_turn(entry, slot, plan.turn_id, read, &answered)
+        self.end_turn(entry, slot, plan.turn_id, read, &sent)
             .await;
     }
 
@@ -443,7 +445,7 @@ impl Inner {
         slot: &TurnSlot,
         turn_id: u64,
         read: Reading,
-        _answered: &[(String, Value)],
+        sent: &[Value],
     ) {
         let cut = slot.cut_reason();
         let failed = read.failure.is_some();
@@ -462,6 +464,7 @@ impl Inner {
                         if let Some(decisions) = decisions {
                             answers::keep_decisions(&mut pending, &decisions);
                         }
+                        answers::keep_sent_answers(&mut pending, sent);
                     }
                     let has_parts = message
                         .get("parts")
@@ -525,6 +528,14 @@ impl Inner {
         self.seams.clients.finish(turn_id, &summary);
         entry.notify();
         timers::arm_idle(self, entry);
+    }
+}
+
+/// The approval answers a continuation sends.
+fn sent_approvals(input: &TurnInput) -> Vec<Value> {
+    match input {
+        TurnInput::Continue { approvals, .. } => approvals.clone(),
+        TurnInput::Prompt(_) => Vec::new(),
     }
 }
 
