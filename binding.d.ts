@@ -27,13 +27,27 @@ export declare class NativeFileWriter {
   abort(reason?: string | undefined | null): Promise<void>
 }
 
+/**
+ * A session's hold on its sandbox, for JavaScript that uses a strategy directly. `suspend` and
+ * `close` are idempotent: the first one given back wins, later ones do nothing.
+ */
+export declare class NativeLease {
+  /** The number of the sandbox it holds (see [`NativeSessionSandboxes::native_sandbox`]). */
+  get sandbox(): number | null
+  /** The session is suspended: gives back what it need not keep. */
+  suspend(): Promise<void>
+  /** The session ends: gives back everything. */
+  close(): Promise<void>
+}
+
 /** The session manager, as `index.js` drives it. */
 export declare class NativeManager {
   /**
    * A manager whose seams are reached through `host(op, payload)`; `store`, when given, is one
-   * of the engine's own stores, used directly.
+   * of the engine's own stores, used directly; so is `sandboxes`, one of the engine's own
+   * strategies (`sharedSandbox()`, `sandboxPerSession()`).
    */
-  constructor(host: (arg0: string, arg1: string) => Promise<string>, optionsJson: string, store?: NativeStore | undefined | null)
+  constructor(host: (arg0: string, arg1: string) => Promise<string>, optionsJson: string, store?: NativeStore | undefined | null, sandboxes?: NativeSessionSandboxes | undefined | null)
   /** `create({ id, metadata })`: the session, as JSON. */
   create(id: string, metadataJson: string): Promise<string>
   /** `get(id)`: the record as JSON, or nothing. */
@@ -136,10 +150,39 @@ export declare class NativeSandboxSession {
   nativeFork(options?: ForkInit | undefined | null): Promise<NativeSandboxSession>
 }
 
+/** A strategy of the engine's own: `sharedSandbox()` or `sandboxPerSession()`. */
+export declare class NativeSessionSandboxes {
+  /** How many sessions can hold a sandbox at once; `null` when unbounded. */
+  get capacity(): number | null
+  /** How many sandboxes are handed out now (held by a lease). */
+  get handedOut(): number
+  /** A sandbox for session `sessionId` (`resume` when it comes back from suspended). */
+  acquire(sessionId: string, resume?: boolean | undefined | null): Promise<NativeLease>
+  /** Frees what is kept for suspended session `sessionId`, which ends. */
+  discard(sessionId: string): Promise<void>
+  /** Stops what the strategy keeps running. */
+  shutdown(): Promise<void>
+  /** The native sandbox handed out as number `number`, as a new JavaScript object over it. */
+  nativeSandbox(number: number): NativeSandboxSession | null
+  /** The JavaScript handle of the sandbox handed out as number `number`, when it is one. */
+  jsSandbox(number: number): number | null
+  /**
+   * Hands `session` over, to be driven natively: the number a host answer names it by
+   * (`{ native: n }`).
+   */
+  adopt(session: NativeSandboxSession): number
+}
+
 /** One of the engine's stores. */
 export declare class NativeStore {
   /** A store in memory. */
   static memory(): NativeStore
+  /**
+   * A SQLite store in the file at `path`, created (mode 0600) when missing; resume states are
+   * encrypted with `encryption_key` (32 bytes) when one is given. Opens the file at once, so
+   * that a bad path or an old SQLite fails here.
+   */
+  static sqlite(path: string, encryptionKey?: Buffer | undefined | null): NativeStore
   /** `save(record, resumeState?)`, both as JSON. */
   save(recordJson: string, resumeStateJson?: string | undefined | null): Promise<void>
   /** `get(id)`: the record as JSON, or nothing. */
@@ -193,6 +236,18 @@ export declare function createDockerSandboxProvider(options: DockerSandboxInit):
 
 /** The provider of `localSandbox(options)`. */
 export declare function createLocalSandboxProvider(options: LocalSandboxInit): NativeSandboxProvider
+
+/**
+ * `sandboxPerSession({ maxSessions })`: its sandboxes made by `provider` natively when it is
+ * given, else by the application's `create` and `resume` reached through `host`.
+ */
+export declare function createSandboxPerSession(host: (arg0: string, arg1: string) => Promise<string>, optionsJson: string, provider?: NativeSandboxProvider | undefined | null): NativeSessionSandboxes
+
+/**
+ * `sharedSandbox({ ports, stopWhenUnused })`, its `open` reached through `host`. Empty or
+ * repeated ports are refused at once (`js/strategies.js` throws them as a `TypeError`).
+ */
+export declare function createSharedSandbox(host: (arg0: string, arg1: string) => Promise<string>, optionsJson: string): NativeSessionSandboxes
 
 /** The options of `dockerSandbox()`, as JavaScript gives them. */
 export interface DockerSandboxInit {

@@ -125,6 +125,20 @@ export interface SessionStore<METADATA = unknown> {
 /** Sessions kept in memory, lost with the process: the default store. */
 export declare function createMemorySessionStore<METADATA = unknown>(): SessionStore<METADATA>;
 
+/**
+ * Sessions kept in a SQLite file, across restarts: WAL, `synchronous=FULL`, the file created with
+ * mode 0600, the resume state apart and only while a session is suspended.
+ */
+export declare function createSqliteSessionStore<METADATA = unknown>(options: {
+  /** The database file; created when missing. */
+  path: string;
+  /**
+   * A key to encrypt resume states at rest with (XChaCha20-Poly1305, bound to the session id):
+   * 32 bytes, as bytes, 64 hex digits or base64. Default: `HARNESS_SESSIONS_ENCRYPTION_KEY`.
+   */
+  encryptionKey?: Uint8Array | string;
+}): SessionStore<METADATA>;
+
 // ─── Sandboxes ──────────────────────────────────────────────────────────────────────────────────
 
 /** A session's hold on a sandbox. */

@@ -14,13 +14,20 @@ const {
   SessionInputError,
 } = require('./js/errors.js');
 const { createSessionManager } = require('./js/manager.js');
-const { createMemorySessionStore } = require('./js/stores.js');
+const { createMemorySessionStore, createSqliteSessionStore } = require('./js/stores.js');
 const { getHarnessErrorMessage } = require('./js/harness-errors.js');
+const { sharedSandbox, sandboxPerSession } = require('./js/strategies.js');
+const { dockerSandbox, localSandbox } = require('./js/sandbox.js');
 
 module.exports = {
   createSessionManager,
   createMemorySessionStore,
+  createSqliteSessionStore,
   getHarnessErrorMessage,
+  sharedSandbox,
+  sandboxPerSession,
+  dockerSandbox,
+  localSandbox,
   SessionError,
   SessionNotFoundError,
   SessionConflictError,

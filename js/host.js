@@ -52,8 +52,10 @@ const DONE = Promise.resolve('{"ok":true,"value":null}');
  * @param {(error: unknown, context: { action: string, sessionId?: string }) => void} seams.onError
  * @param {(error: unknown) => string} seams.errorMessage
  * @param {Function} [seams.approve]
+ * @param {(number: number) => any} [seams.nativeSandbox] the sandbox a native strategy handed out
+ *   as `number` (`{ native: number }`), when `sandboxes` is one
  */
-function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessage, approve }) {
+function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessage, approve, nativeSandbox }) {
   const sessions = new Handles();
   const leases = new Handles();
 
@@ -71,7 +73,12 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessag
       if (sessionAgent == null || typeof sessionAgent.createSession !== 'function') {
         throw new TypeError('agent() must return a SessionAgent, such as a HarnessAgent');
       }
-      const sandboxSession = sandbox?.js !== undefined ? leases.get(sandbox.js).sandboxSession : undefined;
+      const sandboxSession =
+        sandbox?.js !== undefined
+          ? leases.get(sandbox.js).sandboxSession
+          : sandbox?.native !== undefined
+            ? nativeSandbox(sandbox.native)
+            : undefined;
       const options = { sessionId, sandboxSession };
       if (resumeFrom !== undefined) options.resumeFrom = resumeFrom;
       const session = await sessionAgent.createSession(options);

@@ -14,6 +14,7 @@ const { createHost } = require('./host.js');
 const { Turns } = require('./turns.js');
 const { toUIMessageStreamResponse } = require('./sse.js');
 const { NATIVE_STORE } = require('./stores.js');
+const { nativeSandboxesOf } = require('./strategies.js');
 const { getHarnessErrorMessage } = require('./harness-errors.js');
 const { holding } = require('./keep-alive.js');
 
@@ -92,6 +93,8 @@ function createSessionManager(options) {
 
   let manager;
   const turns = new Turns(() => manager, errorMessage);
+  // sharedSandbox() and sandboxPerSession() are strategies in Rust: the manager uses them directly.
+  const nativeSandboxes = nativeSandboxesOf(options.sandboxes);
   const host = createHost({
     agent: options.agent,
     sandboxes: options.sandboxes,
@@ -109,6 +112,7 @@ function createSessionManager(options) {
     onError: (error, context) => reportError(error, context),
     errorMessage,
     approve: options.approve,
+    nativeSandbox: nativeSandboxes?.sandboxSession,
   });
   function reportError(error, context) {
     try {
@@ -124,7 +128,15 @@ function createSessionManager(options) {
     capacity: options.sandboxes.capacity,
     approves: options.approve !== undefined,
   };
-  manager = translating(() => new native.NativeManager(host, json(settings, 'options'), store[NATIVE_STORE] ?? null));
+  manager = translating(
+    () =>
+      new native.NativeManager(
+        host,
+        json(settings, 'options'),
+        store[NATIVE_STORE] ?? null,
+        nativeSandboxes?.native ?? null,
+      ),
+  );
 
   const parse = (text) => (text == null ? undefined : JSON.parse(text));
   const call = async (f) => {

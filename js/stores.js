@@ -45,4 +45,39 @@ function createMemorySessionStore() {
   return wrap(native.NativeStore.memory());
 }
 
-module.exports = { createMemorySessionStore, NATIVE_STORE, wrap };
+/** The environment variable a key to encrypt resume states with is read from. */
+const KEY_VARIABLE = 'HARNESS_SESSIONS_ENCRYPTION_KEY';
+
+/**
+ * The key to encrypt resume states with: 32 bytes, given as bytes, as 64 hex digits or in base64.
+ * @returns {Buffer | null}
+ */
+function readKey(key, path) {
+  if (key === undefined || key === null || key === '') return null;
+  let bytes;
+  if (key instanceof Uint8Array) bytes = Buffer.from(key);
+  else if (typeof key === 'string') bytes = /^[0-9a-fA-F]{64}$/.test(key) ? Buffer.from(key, 'hex') : Buffer.from(key, 'base64');
+  if (bytes === undefined || bytes.length !== 32) {
+    throw new SessionInputError({ path, message: `${path} must be 32 bytes: 64 hex digits, or base64` });
+  }
+  return bytes;
+}
+
+/**
+ * Sessions kept in a SQLite file, across restarts: WAL, `synchronous=FULL`, the file created with
+ * mode 0600, the resume state apart and only while a session is suspended, encrypted when a key
+ * is given (`encryptionKey`, else the `HARNESS_SESSIONS_ENCRYPTION_KEY` environment variable).
+ */
+function createSqliteSessionStore({ path, encryptionKey } = {}) {
+  if (typeof path !== 'string' || path.length === 0) {
+    throw new SessionInputError({ path: 'path', message: 'path must be the path of a file' });
+  }
+  const key = encryptionKey !== undefined ? readKey(encryptionKey, 'encryptionKey') : readKey(process.env[KEY_VARIABLE], KEY_VARIABLE);
+  try {
+    return wrap(native.NativeStore.sqlite(path, key));
+  } catch (error) {
+    throw fromNative(error);
+  }
+}
+
+module.exports = { createMemorySessionStore, createSqliteSessionStore, NATIVE_STORE, wrap };

@@ -50,7 +50,11 @@ export function bunBinary() {
   return binary;
 }
 
-/** Builds the addon (release, as it ships) when its sources changed. */
-export function buildAddon() {
-  run('npx', ['napi', 'build', '--platform', '--release', '--js', 'binding.js', '--dts', 'binding.d.ts']);
+/** The target napi builds for: cargo runs for it too, so that every build shares one target dir. */
+export const TARGET = 'x86_64-unknown-linux-gnu';
+
+/** Builds the addon: `release` as it ships (the demo, the benchmark), else the faster dev build. */
+export function buildAddon({ release = true } = {}) {
+  const profile = release ? ['--release'] : [];
+  run('npx', ['napi', 'build', '--platform', ...profile, '--target', TARGET, '--js', 'binding.js', '--dts', 'binding.d.ts']);
 }

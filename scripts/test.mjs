@@ -1,23 +1,52 @@
 // `npm test`: everything, in order: formatting, lints, the engine's Rust tests, the addon built,
 // the JavaScript tests on Node 20 (the machine's) and Node 24 (from the npm registry), and a type
 // check of a consumer file against index.d.ts with the real `ai` types.
+//
+// It starts what the tests need when it can (a Docker Engine and the test image, as root); with
+// HARNESS_SESSIONS_REQUIRE_DOCKER=1 (CI) a Docker test fails rather than skips when there is none.
+import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { buildAddon, ensureDependencies, nodeBinary, run } from './lib.mjs';
+import { buildAddon, ensureDependencies, nodeBinary, root, run, TARGET } from './lib.mjs';
 
 const started = Date.now();
 ensureDependencies();
 run('cargo', ['fmt', '--all', '--', '--check']);
-run('cargo', ['clippy', '--release', '--all-targets', '--', '-D', 'warnings']);
-run('cargo', ['clippy', '--release', '--no-default-features', '--all-targets', '--', '-D', 'warnings']);
-run('cargo', ['test', '--release', '--no-default-features']);
-buildAddon();
+// Every cargo command builds for napi's target in the dev profile: one target dir, the
+// dependencies compiled once for the lints, the engine's tests and the addon.
+const cargo = ['--target', TARGET];
+run('cargo', ['clippy', ...cargo, '--all-targets', '--', '-D', 'warnings']);
+run('cargo', ['clippy', ...cargo, '--no-default-features', '--all-targets', '--', '-D', 'warnings']);
+
+const env = { ...process.env, HARNESS_SESSIONS_TEST: '1' };
+startDocker(env);
+
+run('cargo', ['test', ...cargo, '--no-default-features'], { env });
+buildAddon({ release: false });
 run('git', ['diff', '--exit-code', '--stat', '--', 'binding.js', 'binding.d.ts']);
+const only = process.argv.slice(2);
 const tests = readdirSync(new URL('../__test__/', import.meta.url))
   .filter((name) => name.endsWith('.test.mjs'))
+  .filter((name) => only.length === 0 || only.some((o) => name.includes(o)))
   .sort()
   .map((name) => `__test__/${name}`);
-const env = { ...process.env, HARNESS_SESSIONS_TEST: '1' };
 run(process.execPath, ['--test', '--test-concurrency=1', ...tests], { env });
 run(nodeBinary(24), ['--test', '--test-concurrency=1', ...tests], { env });
 run('npx', ['tsc', '-p', '__test__/types/tsconfig.json']);
 console.log(`\nnpm test: everything passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+
+/** Starts a Docker Engine and builds the test image, when this machine allows it (root). */
+function startDocker(env) {
+  if (process.getuid?.() !== 0 && env.DOCKER_HOST === undefined) {
+    console.log('\nNo Docker Engine can be started without root: the Docker tests will skip.');
+    return;
+  }
+  try {
+    const out = execFileSync('bash', ['scripts/docker/start.sh'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const host = /DOCKER_HOST=(\S+)/.exec(out)?.[1];
+    if (host) env.DOCKER_HOST = host;
+    run('bash', ['scripts/docker/build-test-image.sh'], { env });
+  } catch (error) {
+    if (env.HARNESS_SESSIONS_REQUIRE_DOCKER === '1') throw error;
+    console.log(`\nNo Docker Engine (${error.message}): the Docker tests will skip.`);
+  }
+}

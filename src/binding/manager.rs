@@ -17,6 +17,7 @@ use super::error::{guard, guard_sync};
 use super::host::{host_failure, Host};
 use super::seams::{Feeds, JsAgent, JsClients, JsHooks, JsSandboxes, JsStore};
 use super::store::NativeStore;
+use super::strategies::NativeSessionSandboxes;
 use crate::engine::agent::{TurnEnd, TurnFailure, TurnReport};
 use crate::engine::error::{Result, SessionError};
 use crate::engine::manager::{ContinueRequest, ManagerOptions, Seams, SendRequest, SessionManager};
@@ -40,7 +41,7 @@ fn duration(value: Option<Value>, name: &str) -> Result<Option<Duration>> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => match n.as_f64() {
-            Some(ms) if ms.is_finite() && ms >= 0.0 && ms <= 1e15 => {
+            Some(ms) if (0.0..=1e15).contains(&ms) => {
                 Ok(Some(Duration::from_micros((ms * 1000.0) as u64)))
             }
             _ => Err(SessionError::input(
@@ -80,7 +81,7 @@ fn read_options(json: &str) -> Result<(ManagerOptions, Option<u32>, bool)> {
     let capacity = match options.capacity {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => match n.as_u64() {
-            Some(c) if c >= 1 && c <= u64::from(u32::MAX) => Some(c as u32),
+            Some(c) if (1..=u64::from(u32::MAX)).contains(&c) => Some(c as u32),
             _ => {
                 return Err(SessionError::input(
                     "sandboxes.capacity",
@@ -147,12 +148,14 @@ pub struct NativeManager {
 #[napi]
 impl NativeManager {
     /// A manager whose seams are reached through `host(op, payload)`; `store`, when given, is one
-    /// of the engine's own stores, used directly.
+    /// of the engine's own stores, used directly; so is `sandboxes`, one of the engine's own
+    /// strategies (`sharedSandbox()`, `sandboxPerSession()`).
     #[napi(constructor)]
     pub fn new(
         host: Function<FnArgs<(String, String)>, Promise<String>>,
         options_json: String,
         store: Option<&NativeStore>,
+        sandboxes: Option<&NativeSessionSandboxes>,
     ) -> napi::Result<NativeManager> {
         let host = Arc::new(Host::new(host)?);
         guard_sync(|| {
@@ -167,10 +170,13 @@ impl NativeManager {
                     host: host.clone(),
                     feeds: feeds.clone(),
                 }),
-                sandboxes: Arc::new(JsSandboxes {
-                    host: host.clone(),
-                    capacity,
-                }),
+                sandboxes: match sandboxes {
+                    Some(sandboxes) => sandboxes.strategy(),
+                    None => Arc::new(JsSandboxes {
+                        host: host.clone(),
+                        capacity,
+                    }),
+                },
                 store,
                 hooks: Arc::new(JsHooks {
                     host: host.clone(),

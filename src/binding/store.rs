@@ -12,6 +12,7 @@ use super::error::guard;
 use crate::engine::error::SessionError;
 use crate::engine::session::SessionRecord;
 use crate::engine::store::memory::MemoryStore;
+use crate::engine::store::sqlite::{SqliteStore, SqliteStoreOptions};
 use crate::engine::store::SessionStore;
 
 /// One of the engine's stores.
@@ -46,6 +47,38 @@ impl NativeStore {
         NativeStore {
             store: Arc::new(MemoryStore::new()),
         }
+    }
+
+    /// A SQLite store in the file at `path`, created (mode 0600) when missing; resume states are
+    /// encrypted with `encryption_key` (32 bytes) when one is given. Opens the file at once, so
+    /// that a bad path or an old SQLite fails here.
+    #[napi(factory)]
+    pub fn sqlite(
+        path: String,
+        encryption_key: Option<napi::bindgen_prelude::Buffer>,
+    ) -> napi::Result<NativeStore> {
+        super::error::guard_sync(|| {
+            if path.is_empty() {
+                return Err(SessionError::input(
+                    "path",
+                    "path must be the path of a file",
+                ));
+            }
+            let encryption_key = match encryption_key {
+                None => None,
+                Some(key) => Some(<[u8; 32]>::try_from(key.as_ref()).map_err(|_| {
+                    SessionError::input("encryptionKey", "encryptionKey must be 32 bytes")
+                })?),
+            };
+            let options = SqliteStoreOptions {
+                encryption_key,
+                ..SqliteStoreOptions::default()
+            };
+            let store = napi::bindgen_prelude::block_on(SqliteStore::open(&path, options))?;
+            Ok(NativeStore {
+                store: Arc::new(store),
+            })
+        })
     }
 
     /// `save(record, resumeState?)`, both as JSON.

@@ -8,6 +8,7 @@ use crate::engine::session::{ApprovalVerdict, PendingApproval, SessionSummary};
 
 /// A change to the sessions, for `subscribe()`.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // short-lived, sent at once: boxing would only add a copy
 pub enum SessionEvent {
     /// The session changed: its status, or its conversation at the end of a turn.
     Updated(SessionSummary),

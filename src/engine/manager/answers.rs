@@ -73,7 +73,11 @@ pub fn keep_decisions(pending: &mut PendingInput, decisions: &PendingInput) {
 /// it: `HarnessAgent` stops at the first approval of a tool the application runs and drops the
 /// answers after it, so they are sent again with the next continuation, unchanged.
 pub fn keep_sent_answers(pending: &mut PendingInput, sent: &[Value]) {
-    for approval in pending.approvals.iter_mut().filter(|a| a.decision.is_none()) {
+    for approval in pending
+        .approvals
+        .iter_mut()
+        .filter(|a| a.decision.is_none())
+    {
         let answer = sent.iter().find(|response| {
             response.get("approvalId").and_then(Value::as_str) == Some(&approval.approval_id)
         });

@@ -300,8 +300,7 @@ impl Inner {
                 None => break,
             }
         }
-        self.end_turn(entry, slot, plan.turn_id, read, &sent)
-            .await;
+        self.end_turn(entry, slot, plan.turn_id, read, &sent).await;
     }
 
     /// Reads the reports of one agent stream until its end; cuts the turn at its deadline and

@@ -20,7 +20,9 @@
 pub mod docker;
 pub mod local;
 pub mod paths;
+pub mod per_session;
 pub mod process;
+pub mod shared;
 pub mod view;
 
 #[cfg(test)]

@@ -1,0 +1,320 @@
+// The Next.js example in a real browser: `npm run demo` builds and starts it on a free port with a
+// fresh data folder, and headless Chromium (Debian's, driven by playwright-core) uses it as a
+// person would — a conversation streaming in, a write approved and read back, a command denied, a
+// second conversation answering while the first works, one suspended and brought back by a
+// message, the server restarted and the conversations found again, one deleted. A screenshot of
+// each step goes to artifacts/screenshots/.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const example = join(root, 'examples', 'next-chat');
+const shots = join(root, 'artifacts', 'screenshots');
+const CHROMIUM = '/usr/bin/chromium';
+// machine.md: Debian's Chromium, headless, with a fresh profile.
+const CHROMIUM_FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+const seconds = (since) => `${((Date.now() - since) / 1000).toFixed(1)} s`;
+
+/** Installs Debian's Chromium when it is missing: it is only needed by this test. */
+function ensureChromium() {
+  if (existsSync(CHROMIUM)) return;
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  for (const args of [['update'], ['install', '-y', '--no-install-recommends', 'chromium']]) {
+    const result = spawnSync('apt-get', args, { stdio: 'inherit', env });
+    assert.equal(result.status, 0, `apt-get ${args.join(' ')} failed: run it as root, or install chromium`);
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** `npm run demo` on `port` with `dataDir`; resolves once it printed its URL. */
+function startDemo({ port, dataDir, log }) {
+  const child = spawn(process.execPath, [join(root, 'scripts', 'demo.mjs')], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port), DEMO_DATA_DIR: dataDir, DEMO_WORD_DELAY_MS: '60', NEXT_TELEMETRY_DISABLED: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.pipe(log, { end: false });
+  child.stderr.pipe(log, { end: false });
+  child.output = '';
+  child.stderr.on('data', (data) => (child.output += data));
+  child.exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`the demo did not start in 6 minutes:\n${out}`)), 6 * 60_000);
+    child.stdout.on('data', (data) => {
+      out += data;
+      child.output += data;
+      if (/Harness Chat is running: http:\/\/localhost:\d+/.test(out)) {
+        clearTimeout(timer);
+        resolve(child);
+      }
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the demo exited (${code}) before it started:\n${out}`));
+    });
+  });
+}
+
+/** SIGTERM, as a process manager would; resolves with how it exited and how long it took. */
+async function stopDemo(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return { code: child.exitCode, ms: 0 };
+  const since = Date.now();
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  const { code, signal } = await child.exited;
+  clearTimeout(timer);
+  return { code, signal, ms: Date.now() - since };
+}
+
+describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
+  const data = mkdtempSync(join(tmpdir(), 'next-chat-data-'));
+  const profile = mkdtempSync(join(tmpdir(), 'next-chat-chromium-'));
+  mkdirSync(shots, { recursive: true });
+  const log = createWriteStream(join(root, 'artifacts', 'demo-server.log'));
+  let port;
+  let server;
+  let context;
+  let page;
+  let shot = 0;
+  const timings = {};
+  const pageErrors = [];
+
+  const screenshot = async (name) => page.screenshot({ path: join(shots, `${String(++shot).padStart(2, '0')}-${name}.png`) });
+  const composer = () => page.getByLabel('Message');
+  const chat = () => page.locator('section.chat');
+  const assistant = () => page.locator('.message-assistant').last();
+  const item = (title) => page.locator('.session-link', { hasText: title });
+  const status = (locator) => locator.locator('.badge').first().getAttribute('data-status');
+
+  async function send(text) {
+    await composer().fill(text);
+    await composer().press('Enter');
+  }
+
+  /** Waits until the chat is done streaming (the last request answered). */
+  async function settled() {
+    await page.locator('section.chat[data-chat-status="ready"]').waitFor({ timeout: 20_000 });
+  }
+
+  async function expectStatus(locator, expected, timeout = 15_000) {
+    const since = Date.now();
+    for (;;) {
+      const actual = await status(locator).catch(() => undefined);
+      if (actual === expected) return;
+      if (Date.now() - since > timeout) assert.fail(`status ${actual}, expected ${expected}`);
+      await page.waitForTimeout(50);
+    }
+  }
+
+  async function newConversation() {
+    const before = page.url();
+    await page.getByRole('button', { name: 'New conversation' }).click();
+    await page.waitForURL((url) => url.pathname.startsWith('/c/') && url.href !== before);
+    await composer().waitFor();
+  }
+
+  before(async () => {
+    let since = Date.now();
+    ensureChromium();
+    timings.chromium = seconds(since);
+
+    since = Date.now();
+    const build = spawnSync(process.execPath, [join(root, 'scripts', 'demo.mjs'), '--build-only'], { cwd: root, encoding: 'utf8' });
+    log.write(build.stdout + build.stderr);
+    assert.equal(build.status, 0, `npm run demo --build-only failed:\n${build.stdout}\n${build.stderr}`);
+    timings.build = seconds(since);
+
+    since = Date.now();
+    port = await freePort();
+    server = await startDemo({ port, dataDir: data, log });
+    timings.start = seconds(since);
+
+    const { chromium } = createRequire(join(example, 'package.json'))('playwright-core');
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_FLAGS,
+      viewport: { width: 1280, height: 800 },
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.setDefaultTimeout(15_000);
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+  });
+
+  after(async () => {
+    await context?.close().catch(() => {});
+    if (server !== undefined) await stopDemo(server);
+    log.end();
+    rmSync(profile, { recursive: true, force: true });
+    rmSync(data, { recursive: true, force: true });
+    console.log(`# timings: ${JSON.stringify(timings)}`);
+  });
+
+  it('starts a conversation and streams the answer in', async () => {
+    await page.goto(`http://localhost:${port}/`);
+    await page.getByRole('heading', { name: 'Conversations that wait for you' }).waitFor();
+    await screenshot('home');
+    await newConversation();
+    await screenshot('new-conversation');
+
+    // Every text the answer goes through, as the page shows it.
+    await page.evaluate(() => {
+      window.__texts = [];
+      new MutationObserver(() => {
+        const texts = [...document.querySelectorAll('.message-assistant .assistant-text')].map((node) => node.textContent);
+        const last = texts.at(-1);
+        if (last !== undefined && window.__texts.at(-1) !== last) window.__texts.push(last);
+      }).observe(document.body, { subtree: true, childList: true, characterData: true });
+    });
+    const words = 'hello agent, please tell me how sessions wait for the people who use them';
+    await send(words);
+    await page.locator('section.chat[data-chat-status="streaming"]').waitFor();
+    await screenshot('streaming');
+    await settled();
+    await assistant().getByText(`You said: ${words}`).waitFor();
+    const texts = await page.evaluate(() => window.__texts);
+    assert.ok(texts.length >= 4, `the answer came in ${texts.length} pieces: ${JSON.stringify(texts)}`);
+    assert.ok(texts[0].length < texts.at(-1).length);
+    await expectStatus(item(words.slice(0, 20)), 'idle');
+  });
+
+  it('approves a write, then reads the file back', async () => {
+    await send('write hello.txt: hi');
+    const card = page.locator('.tool-card[data-tool="write"]').last();
+    await card.getByRole('button', { name: 'Approve' }).waitFor();
+    assert.equal(await card.getAttribute('data-state'), 'approval-requested');
+    await expectStatus(page.locator('.chat-header'), 'awaiting-input');
+    await expectStatus(item('hello agent'), 'awaiting-input');
+    await screenshot('approval');
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await assistant().getByText('I wrote hello.txt.').waitFor();
+    await settled();
+    assert.equal(await card.getAttribute('data-state'), 'output-available');
+    await expectStatus(page.locator('.chat-header'), 'idle');
+
+    await send('read hello.txt');
+    await assistant().getByText('hello.txt says: hi').waitFor();
+    await settled();
+    assert.equal(await page.locator('.tool-card[data-tool="read"] .tool-pre').last().textContent(), 'hi');
+    await screenshot('approved-and-read');
+  });
+
+  it('denies a command', async () => {
+    await send('run touch denied.txt');
+    const card = page.locator('.tool-card[data-tool="bash"]').last();
+    await card.getByRole('button', { name: 'Deny' }).waitFor();
+    await card.getByRole('button', { name: 'Deny' }).click();
+    await assistant().getByText('Running `touch denied.txt` was denied', { exact: false }).waitFor();
+    await settled();
+    assert.equal(await card.locator('.tool-state').textContent(), 'Denied');
+    await expectStatus(page.locator('.chat-header'), 'idle');
+    await screenshot('denied');
+    // Denied, so never run: the folder has no such file.
+    await send('list files');
+    await assistant().getByText('Files in the working directory: hello.txt').waitFor();
+    await settled();
+  });
+
+  it('answers in a second conversation while the first works', async () => {
+    const first = page.url();
+    await send('/sleep 5000');
+    await expectStatus(item('hello agent'), 'busy');
+    await newConversation();
+    await send('hi from the second conversation');
+    await assistant().getByText('You said: hi from the second conversation').waitFor();
+    await settled();
+    // The first one still works: switching conversations did not cut its turn short.
+    await expectStatus(item('hello agent'), 'busy');
+    await expectStatus(item('hi from the second'), 'idle');
+    await screenshot('two-at-once');
+    await expectStatus(item('hello agent'), 'idle', 20_000);
+    await item('hello agent').click();
+    await page.waitForURL(first);
+    await assistant().getByText('slept', { exact: false }).waitFor();
+    await screenshot('first-finished');
+  });
+
+  it('suspends a conversation and brings it back with a message', async () => {
+    await item('hi from the second').click();
+    await page.getByRole('button', { name: 'Suspend now' }).click();
+    await expectStatus(page.locator('.chat-header'), 'suspended');
+    await expectStatus(item('hi from the second'), 'suspended');
+    await page.getByText('Your next message resumes it.', { exact: false }).waitFor();
+    await screenshot('suspended');
+    await send('what did I say?');
+    await assistant().getByText('Before this, you said: "hi from the second conversation"').waitFor();
+    await settled();
+    await expectStatus(item('hi from the second'), 'idle');
+    await screenshot('resumed');
+  });
+
+  it('finds the conversations again after a restart of the server', async () => {
+    const first = page.url();
+    const stopped = await stopDemo(server);
+    timings.shutdown = `${(stopped.ms / 1000).toFixed(1)} s`;
+    assert.equal(stopped.code, 0, `the server exited with ${stopped.code ?? stopped.signal}:\n${server.output}`);
+    assert.match(server.output, /sessions suspended/);
+
+    const since = Date.now();
+    server = await startDemo({ port, dataDir: data, log });
+    timings.restart = seconds(since);
+    await page.goto(`http://localhost:${port}/`);
+    // shutdown() suspended both: the next message resumes each.
+    await expectStatus(item('hello agent'), 'suspended');
+    await expectStatus(item('hi from the second'), 'suspended');
+    await item('hello agent').click();
+    await page.waitForURL(first);
+    await assistant().getByText('slept', { exact: false }).waitFor();
+    assert.equal(await page.locator('.message-user').count(), 6);
+    await screenshot('after-restart');
+
+    await send('read hello.txt');
+    await assistant().getByText('hello.txt says: hi').waitFor();
+    await settled();
+    await expectStatus(item('hello agent'), 'idle');
+    await screenshot('resumed-after-restart');
+  });
+
+  it('deletes a conversation', async () => {
+    await item('hi from the second').click();
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('button', { name: 'Delete for good?' }).click();
+    await page.waitForURL(`http://localhost:${port}/`);
+    await item('hi from the second').waitFor({ state: 'detached' });
+    assert.equal(await page.locator('.session-link').count(), 1);
+    const response = await fetch(`http://127.0.0.1:${port}/api/sessions`);
+    const left = await response.json();
+    assert.equal(left.length, 1);
+    assert.match(left[0].metadata.title, /^hello agent, please tell me/);
+    await screenshot('deleted');
+    assert.deepEqual(pageErrors, []);
+  });
+});

@@ -1,0 +1,31 @@
+import { errorResponse } from '@/lib/http';
+import { getSessions } from '@/lib/sessions';
+
+export const dynamic = 'force-dynamic';
+
+type Context = { params: Promise<{ id: string }> };
+
+/** A session with its conversation, as `useChat({ messages })` takes it. */
+export async function GET(_request: Request, { params }: Context) {
+  const { id } = await params;
+  try {
+    const session = await getSessions().get(id);
+    if (session === undefined) {
+      return Response.json({ error: `No session ${id}.`, code: 'SESSION_NOT_FOUND' }, { status: 404 });
+    }
+    return Response.json(session);
+  } catch (error) {
+    return errorResponse(error);
+  }
+}
+
+/** Closes the session, then forgets it. */
+export async function DELETE(_request: Request, { params }: Context) {
+  const { id } = await params;
+  try {
+    await getSessions().delete(id);
+    return new Response(null, { status: 204 });
+  } catch (error) {
+    return errorResponse(error);
+  }
+}

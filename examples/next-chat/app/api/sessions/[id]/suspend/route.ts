@@ -1,0 +1,14 @@
+import { errorResponse } from '@/lib/http';
+import { getSessions } from '@/lib/sessions';
+
+export const dynamic = 'force-dynamic';
+
+/** Suspends the session now, as idleness would: its next message resumes it. */
+export async function POST(_request: Request, { params }: { params: Promise<{ id: string }> }) {
+  const { id } = await params;
+  try {
+    return Response.json(await getSessions().suspend(id));
+  } catch (error) {
+    return errorResponse(error);
+  }
+}

@@ -1,0 +1,31 @@
+import type { Metadata as PageMetadata } from 'next';
+import type { ReactNode } from 'react';
+
+import { SessionsProvider } from '@/components/sessions-provider';
+import { Sidebar } from '@/components/sidebar';
+import { getSessions, serverInfo } from '@/lib/sessions';
+
+import './globals.css';
+
+export const dynamic = 'force-dynamic';
+
+export const metadata: PageMetadata = {
+  title: 'Harness Chat',
+  description: 'Conversations with a HarnessAgent, kept by harness-sessions.',
+};
+
+export default async function RootLayout({ children }: { children: ReactNode }) {
+  const sessions = await getSessions().list();
+  return (
+    <html lang="en">
+      <body>
+        <SessionsProvider initial={sessions}>
+          <div className="app">
+            <Sidebar info={serverInfo()} />
+            <main className="main">{children}</main>
+          </div>
+        </SessionsProvider>
+      </body>
+    </html>
+  );
+}

@@ -1,0 +1,320 @@
+'use client';
+
+import { Chat, useChat } from '@ai-sdk/react';
+import { DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai';
+import { useRouter } from 'next/navigation';
+import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
+
+import type { ServerInfo, Summary } from '@/lib/types';
+
+import { RichText } from './rich-text';
+import { useSessions } from './sessions-provider';
+import { StatusBadge } from './status-badge';
+import { ToolCard, type AnyToolPart } from './tool-card';
+
+/**
+ * The chats of this tab, one per conversation, kept while you look at another: a turn goes on
+ * streaming into its chat when you switch conversations. (`useChat({ id, messages })` would stop
+ * the chat when its component unmounts, and `abortSignal: request.signal` would then cut the turn
+ * short on the server.)
+ */
+const chats = new Map<string, Chat<UIMessage>>();
+
+function chatFor(id: string, messages: UIMessage[]): Chat<UIMessage> {
+  let chat = chats.get(id);
+  if (chat === undefined) {
+    chat = new Chat<UIMessage>({
+      id,
+      messages,
+      transport: new DefaultChatTransport({ api: '/api/chat' }),
+      // Once every approval of the last message is answered, the message goes back to the route,
+      // which continues the paused turn with the answers: `continue()`.
+      sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+    });
+    chats.set(id, chat);
+  }
+  return chat;
+}
+
+const active = (status: string) => status === 'submitted' || status === 'streaming';
+
+/** What the server says went wrong: the `error` of its JSON answer, or the message. */
+function errorText(error: Error): string {
+  try {
+    const body = JSON.parse(error.message) as { error?: string };
+    if (typeof body.error === 'string') return body.error;
+  } catch {}
+  return error.message;
+}
+
+const SCRIPTED_TIPS = ['help', 'write hello.txt: hi', 'read hello.txt', 'run ls -la', 'what did I say?', '/sleep 4000'];
+const CLAUDE_TIPS = ['What is in this folder?', 'Write hello.txt saying hi', 'Run the tests'];
+
+export function ChatView({ id, initialMessages, info }: { id: string; initialMessages: UIMessage[]; info: ServerInfo }) {
+  const chat = chatFor(id, initialMessages);
+  const { messages, status, error, sendMessage, stop, addToolApprovalResponse, clearError } = useChat({ chat });
+  const { byId, apply, forget } = useSessions();
+  const session: Summary | undefined = byId.get(id);
+  const router = useRouter();
+  const [input, setInput] = useState('');
+  const [busyAction, setBusyAction] = useState<string | undefined>();
+  const [confirmDelete, setConfirmDelete] = useState(false);
+  const [actionError, setActionError] = useState<string | undefined>();
+  const endRef = useRef<HTMLDivElement>(null);
+  const inputRef = useRef<HTMLTextAreaElement>(null);
+
+  // The server's conversation, when this tab did not stream it: a turn that ended while the page was
+  // elsewhere, or in another tab. Read again whenever the session settles.
+  const settledAt = session && session.status !== 'busy' && session.status !== 'preparing' ? session.updatedAt : undefined;
+  useEffect(() => {
+    if (settledAt === undefined || active(chat.status)) return;
+    let cancelled = false;
+    fetch(`/api/sessions/${id}`)
+      .then((response) => (response.ok ? response.json() : undefined))
+      .then((record: { messages: UIMessage[] } | undefined) => {
+        if (cancelled || record === undefined || active(chat.status)) return;
+        if (JSON.stringify(record.messages) !== JSON.stringify(chat.messages)) chat.messages = record.messages;
+      })
+      .catch(() => {});
+    return () => {
+      cancelled = true;
+    };
+  }, [id, chat, settledAt]);
+
+  useEffect(() => {
+    endRef.current?.scrollIntoView({ block: 'end' });
+  }, [messages]);
+
+  useEffect(() => {
+    inputRef.current?.focus();
+  }, [id]);
+
+  const streaming = active(status);
+  const sessionStatus = session?.status;
+  const blocked =
+    sessionStatus === 'awaiting-input'
+      ? 'Answer the approval above to go on.'
+      : sessionStatus === 'interrupted'
+        ? 'The server stopped while this conversation was live: it can be read, not continued.'
+        : sessionStatus === 'closed'
+          ? 'This conversation is closed.'
+          : sessionStatus === 'busy' && !streaming
+            ? 'The agent is working on this conversation elsewhere.'
+            : undefined;
+
+  function submit(event?: FormEvent) {
+    event?.preventDefault();
+    const text = input.trim();
+    if (text === '' || streaming || blocked !== undefined) return;
+    setInput('');
+    void sendMessage({ text });
+  }
+
+  function onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>) {
+    if (event.key === 'Enter' && !event.shiftKey && !event.nativeEvent.isComposing) submit(event);
+  }
+
+  async function act(action: string, run: () => Promise<Response>, after?: (response: Response) => Promise<void> | void) {
+    setBusyAction(action);
+    setActionError(undefined);
+    try {
+      const response = await run();
+      if (!response.ok) {
+        const body = await response.json().catch(() => ({}));
+        setActionError(body.error ?? `The server answered ${response.status}.`);
+        return;
+      }
+      await after?.(response);
+    } catch (caught) {
+      setActionError(String(caught));
+    } finally {
+      setBusyAction(undefined);
+    }
+  }
+
+  const suspend = () =>
+    act(
+      'suspend',
+      () => fetch(`/api/sessions/${id}/suspend`, { method: 'POST' }),
+      async (response) => apply(await response.json()),
+    );
+
+  const remove = () => {
+    if (!confirmDelete) {
+      setConfirmDelete(true);
+      setTimeout(() => setConfirmDelete(false), 4000);
+      return;
+    }
+    void act(
+      'delete',
+      () => fetch(`/api/sessions/${id}`, { method: 'DELETE' }),
+      () => {
+        chats.delete(id);
+        forget(id);
+        router.push('/');
+      },
+    );
+  };
+
+  const answer = (approvalId: string, approved: boolean) =>
+    addToolApprovalResponse({ id: approvalId, approved, reason: approved ? undefined : 'Denied in the chat.' });
+
+  const title = session?.metadata.title ?? (messages.length === 0 ? 'New conversation' : 'Conversation');
+  const canSuspend = !streaming && (sessionStatus === 'idle' || sessionStatus === 'awaiting-input');
+  const tips = info.agent === 'scripted' ? SCRIPTED_TIPS : CLAUDE_TIPS;
+
+  return (
+    <section className="chat" data-chat-id={id} data-chat-status={status}>
+      <header className="chat-header">
+        <div className="chat-heading">
+          <h1 className="chat-title">{title}</h1>
+          {sessionStatus !== undefined && <StatusBadge status={sessionStatus} />}
+        </div>
+        {session !== undefined && (
+          <div className="chat-actions">
+            <button type="button" className="button button-ghost" onClick={suspend} disabled={!canSuspend || busyAction !== undefined}>
+              Suspend now
+            </button>
+            <button
+              type="button"
+              className={confirmDelete ? 'button button-danger' : 'button button-ghost'}
+              onClick={remove}
+              disabled={busyAction !== undefined}
+            >
+              {confirmDelete ? 'Delete for good?' : 'Delete'}
+            </button>
+          </div>
+        )}
+      </header>
+
+      <div className="chat-scroll">
+        <div className="chat-column">
+          {messages.length === 0 ? (
+            <div className="empty-chat">
+              <h2>What should the agent do?</h2>
+              <p>
+                {info.agent === 'scripted'
+                  ? 'This agent needs no model: it answers from what you write, works in a folder of the sandbox, and asks before it writes a file or runs a command.'
+                  : 'Claude Code works in a folder of the sandbox, and asks before it edits a file or runs a command.'}
+              </p>
+              <div className="tips">
+                {tips.map((tip) => (
+                  <button
+                    key={tip}
+                    type="button"
+                    className="tip"
+                    onClick={() => {
+                      setInput(tip);
+                      inputRef.current?.focus();
+                    }}
+                  >
+                    {tip}
+                  </button>
+                ))}
+              </div>
+            </div>
+          ) : (
+            messages.map((message) => (
+              <MessageView key={message.id} message={message} onAnswer={answer} disabled={streaming} />
+            ))
+          )}
+          {status === 'submitted' && (
+            <div className="typing" aria-label="The agent is working">
+              <span />
+              <span />
+              <span />
+            </div>
+          )}
+          {session?.status === 'suspended' && (
+            <p className="notice">Suspended: its harness session is stopped and its state kept. Your next message resumes it.</p>
+          )}
+          <div ref={endRef} />
+        </div>
+      </div>
+
+      {(error || actionError) && (
+        <div className="error-banner" role="alert">
+          <span>{error ? errorText(error) : actionError}</span>
+          <button
+            type="button"
+            className="button button-ghost"
+            onClick={() => {
+              clearError();
+              setActionError(undefined);
+            }}
+          >
+            Dismiss
+          </button>
+        </div>
+      )}
+
+      <form className="composer" onSubmit={submit}>
+        {blocked !== undefined && <p className="composer-note">{blocked}</p>}
+        <div className="composer-box">
+          <textarea
+            ref={inputRef}
+            value={input}
+            onChange={(event) => setInput(event.target.value)}
+            onKeyDown={onKeyDown}
+            placeholder={messages.length === 0 ? 'Write a message… (try “help”)' : 'Write a message…'}
+            rows={1}
+            aria-label="Message"
+          />
+          {streaming ? (
+            <button type="button" className="button button-ghost" onClick={() => void stop()}>
+              Stop
+            </button>
+          ) : (
+            <button type="submit" className="button button-primary" disabled={input.trim() === '' || blocked !== undefined}>
+              Send
+            </button>
+          )}
+        </div>
+      </form>
+    </section>
+  );
+}
+
+function MessageView({
+  message,
+  onAnswer,
+  disabled,
+}: {
+  message: UIMessage;
+  onAnswer: (approvalId: string, approved: boolean) => void;
+  disabled: boolean;
+}) {
+  if (message.role === 'user') {
+    const text = message.parts.map((part) => (part.type === 'text' ? part.text : '')).join('');
+    return (
+      <div className="message message-user" data-role="user">
+        <div className="bubble">{text}</div>
+      </div>
+    );
+  }
+  return (
+    <div className="message message-assistant" data-role="assistant" data-message-id={message.id}>
+      {message.parts.map((part, index) => {
+        if (part.type === 'text') {
+          return (
+            <p key={index} className="assistant-text">
+              <RichText text={part.text} />
+            </p>
+          );
+        }
+        if (part.type === 'reasoning') {
+          return (
+            <p key={index} className="reasoning">
+              {part.text}
+            </p>
+          );
+        }
+        if (part.type === 'dynamic-tool' || part.type.startsWith('tool-')) {
+          const tool = part as AnyToolPart;
+          return <ToolCard key={tool.toolCallId} part={tool} onAnswer={onAnswer} disabled={disabled} />;
+        }
+        return null;
+      })}
+    </div>
+  );
+}

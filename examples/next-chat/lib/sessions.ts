@@ -1,0 +1,104 @@
+/**
+ * The session manager of this server: one per process, kept on `globalThis` so that every route
+ * (each bundled on its own) and a reload of the module in development find the same one.
+ */
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+
+import type { SessionAgent, SessionManager } from 'harness-sessions';
+
+import { agentKind, getAgent } from './agent';
+import { createSessionManager } from './harness-sessions';
+import { dockerSandbox, localSandbox, sharedSandbox, sqliteStore, type OpenSandbox } from './package-gaps';
+import type { Metadata, ServerInfo } from './types';
+
+export type { Metadata };
+
+/** Where conversations (`sessions.db`) and the sandbox's folders live: `DEMO_DATA_DIR`, or `./data`. */
+export function dataDir(): string {
+  return path.resolve(/* turbopackIgnore: true */ process.env.DEMO_DATA_DIR ?? path.join(process.cwd(), 'data'));
+}
+
+/**
+ * The ports of the shared sandbox: one per live session, for its harness's bridge (Claude Code
+ * listens on it; the scripted harness does not need it). Four live sessions at once; more
+ * conversations than that are kept suspended until their next message.
+ */
+const PORTS = [4101, 4102, 4103, 4104];
+
+/** The sandbox the sessions share: folders on this host, or a Docker container (`DEMO_SANDBOX=docker`). */
+function openSandbox(): OpenSandbox {
+  if (process.env.DEMO_SANDBOX === 'docker') {
+    return dockerSandbox({
+      image: process.env.DEMO_DOCKER_IMAGE ?? 'harness-sessions-demo',
+      host: process.env.DOCKER_HOST,
+      ports: PORTS,
+    });
+  }
+  return localSandbox({ root: path.join(dataDir(), 'sandbox') });
+}
+
+interface Server {
+  sessions: SessionManager<Metadata>;
+  info: ServerInfo;
+}
+
+function startServer(): Server {
+  const dir = dataDir();
+  mkdirSync(dir, { recursive: true });
+  const { store, kind } = sqliteStore<Metadata>(path.join(dir, 'sessions.db'));
+  if (kind === 'memory') {
+    console.warn('[next-chat] createSqliteSessionStore is not exported yet: conversations are kept in memory only.');
+  }
+  const open = openSandbox();
+  const sessions = createSessionManager<Metadata>({
+    // The cast: linked from the repository, the package's types see its own copy of
+    // @ai-sdk/harness, not this app's (one copy once it is installed from the registry).
+    agent: async () => (await getAgent()) as unknown as SessionAgent,
+    sandboxes: sharedSandbox({ open: () => open(), ports: PORTS }),
+    store,
+    // Nobody writes for ten minutes: the session is suspended, and resumed by its next message.
+    idleTimeoutMs: 10 * 60_000,
+    onError: (error, context) => console.error('[next-chat]', context, error),
+  });
+  const info: ServerInfo = {
+    agent: agentKind(),
+    sandbox: process.env.DEMO_SANDBOX === 'docker' ? 'docker' : 'local',
+    store: kind,
+  };
+  return { sessions, info };
+}
+
+const SERVER = Symbol.for('next-chat.server');
+type Holder = { [SERVER]?: Server };
+
+function server(): Server {
+  const holder = globalThis as Holder;
+  holder[SERVER] ??= startServer();
+  return holder[SERVER];
+}
+
+/** The manager, created on first use. */
+export function getSessions(): SessionManager<Metadata> {
+  return server().sessions;
+}
+
+/** What the page shows of this server's setup. */
+export function serverInfo(): ServerInfo {
+  return server().info;
+}
+
+/**
+ * Suspends every live session, cutting turns under way short, so that the next start resumes them:
+ * called when the server is told to stop. Resolves at once when no manager was created.
+ */
+export async function shutdownSessions(): Promise<void> {
+  await (globalThis as Holder)[SERVER]?.sessions.shutdown();
+}
+
+/** The title of a conversation, from its first message. */
+export function titleOf(text: string): string {
+  const words = text.replace(/\s+/g, ' ').trim();
+  if (words === '') return 'New conversation';
+  return words.length > 48 ? `${words.slice(0, 47)}…` : words;
+}

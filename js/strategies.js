@@ -1,0 +1,261 @@
+'use strict';
+/**
+ * `sharedSandbox()` and `sandboxPerSession()`: how sessions get a sandbox. The strategies live in
+ * Rust (`src/engine/sandbox/shared.rs`, `per_session.rs`); this file checks what only JavaScript
+ * can see (the functions), and keeps the JavaScript sandboxes the application's functions give.
+ *
+ * Each strategy object is a `SessionSandboxes` any code can call (`acquire`, `discard`,
+ * `shutdown`, `capacity`); `createSessionManager()`, given one, uses its native strategy directly,
+ * with no crossing per call.
+ *
+ * The engine reaches `open`, `create`, `resume` and the JavaScript sandboxes through a host
+ * function of the strategy's own (the protocol of `js/host.js`): each object stays here and is
+ * known to Rust by number. A `NativeSandboxSession` (what `dockerSandbox()` and `localSandbox()`
+ * give) is handed over to Rust instead, which then forks, stops and destroys it natively.
+ */
+
+const binding = require('../binding.js');
+const { keeper, fromNative, SessionInputError } = require('./errors.js');
+const { isNativeSandboxSession } = require('./sandbox.js');
+const { messageOf } = require('./turns.js');
+const { holding } = require('./keep-alive.js');
+
+/** The native strategy behind a strategy object, and how to find the sandboxes it hands out. */
+const NATIVE_SANDBOXES = Symbol.for('harness-sessions.native-sandboxes');
+
+function need(condition, path, message) {
+  if (!condition) throw new SessionInputError({ path, message });
+}
+
+function checkNames(options, names, what) {
+  for (const name of Object.keys(options)) {
+    need(names.includes(name), name, `${name} is not an option of ${what}`);
+  }
+}
+
+/** JavaScript objects known to Rust by number. */
+class Handles {
+  #next = 1;
+  #objects = new Map();
+
+  put(object) {
+    const id = this.#next++;
+    this.#objects.set(id, object);
+    return id;
+  }
+
+  get(id) {
+    const object = this.#objects.get(id);
+    if (object === undefined) throw new Error(`sandbox handle ${id} is unknown`);
+    return object;
+  }
+
+  forget(id) {
+    this.#objects.delete(id);
+  }
+
+  get size() {
+    return this.#objects.size;
+  }
+}
+
+const ok = (value) => JSON.stringify({ ok: true, value: value ?? null });
+const failed = (error) => JSON.stringify({ ok: false, error: { message: messageOf(error), origin: keeper.keep(error) } });
+
+/** A host function over `ops`: each answer a promise of `{ ok, value }` or `{ ok: false, error }`. */
+function hostOf(ops) {
+  return function host(op, payload) {
+    try {
+      const run = ops[op];
+      if (run === undefined) throw new Error(`the sandbox strategy has no operation ${op}`);
+      return Promise.resolve(run(JSON.parse(payload))).then(ok, failed);
+    } catch (error) {
+      return Promise.resolve(failed(error));
+    }
+  };
+}
+
+/**
+ * What every strategy's host does with the sandboxes it keeps: the operations of `ops` on top.
+ * `give(sandbox, what)` numbers a sandbox for Rust: a native one is handed over.
+ */
+function sandboxOps(handles, getNative) {
+  const give = (sandbox, what) => {
+    if (isNativeSandboxSession(sandbox)) return { native: getNative().adopt(sandbox) };
+    if (sandbox === null || typeof sandbox !== 'object') {
+      throw new TypeError(`${what} must give a sandbox session, not ${sandbox === null ? 'null' : typeof sandbox}`);
+    }
+    return { sandbox: handles.put(sandbox) };
+  };
+  const ops = {
+    async release({ sandbox }) {
+      const view = handles.get(sandbox);
+      if (typeof view.release === 'function') await view.release();
+      else await view.stop?.();
+    },
+    async stop({ sandbox }) {
+      await handles.get(sandbox).stop?.();
+    },
+    async destroy({ sandbox }) {
+      await handles.get(sandbox).destroy?.();
+    },
+    forget({ sandbox }) {
+      handles.forget(sandbox);
+    },
+  };
+  return { give, ops };
+}
+
+/** The public strategy object over a native strategy. */
+function strategyObject(native, handles) {
+  const call = async (f) => {
+    try {
+      return await holding(f());
+    } catch (error) {
+      throw fromNative(error);
+    }
+  };
+  /** The sandbox handed out as `number`: a new `NativeSandboxSession`, or the JavaScript object. */
+  const sandboxSession = (number) => {
+    const session = native.nativeSandbox(number);
+    if (session != null) return session;
+    const handle = native.jsSandbox(number);
+    if (handle != null) return handles.get(handle);
+    throw new Error(`no sandbox is handed out as ${number}`);
+  };
+  const strategy = {
+    /** How many sessions can hold a sandbox at once; `undefined` when unbounded. */
+    get capacity() {
+      return native.capacity ?? undefined;
+    },
+    async acquire(sessionId, options = {}) {
+      need(typeof sessionId === 'string' && sessionId.length > 0, 'sessionId', 'sessionId must be a non-empty string');
+      const resume = options?.resume ?? false;
+      need(typeof resume === 'boolean', 'resume', 'resume must be a boolean');
+      options?.abortSignal?.throwIfAborted();
+      const lease = await call(() => native.acquire(sessionId, resume));
+      const number = lease.sandbox;
+      return {
+        sandboxSession: number == null ? undefined : sandboxSession(number),
+        suspend: () => call(() => lease.suspend()),
+        close: () => call(() => lease.close()),
+      };
+    },
+    discard(sessionId) {
+      need(typeof sessionId === 'string' && sessionId.length > 0, 'sessionId', 'sessionId must be a non-empty string');
+      return call(() => native.discard(sessionId));
+    },
+    shutdown() {
+      return call(() => native.shutdown());
+    },
+  };
+  Object.defineProperty(strategy, NATIVE_SANDBOXES, {
+    value: { native, sandboxSession, handles },
+    enumerable: false,
+  });
+  return strategy;
+}
+
+/** JSON text of the options Rust reads, or a `SessionInputError` naming what is not JSON. */
+function optionsJson(options) {
+  for (const [name, value] of Object.entries(options)) {
+    try {
+      JSON.stringify(value);
+    } catch (error) {
+      throw new SessionInputError({ path: name, message: `${name} must be JSON: ${error.message}` });
+    }
+  }
+  return JSON.stringify(options);
+}
+
+/**
+ * One sandbox for every session: each session gets a view of it, `fork({ ports: [port] })`, with
+ * a port of its own for its bridge and a working directory of its own. See the README.
+ *
+ * @param {{ open: () => any, ports: number[], stopWhenUnused?: boolean }} options
+ */
+function sharedSandbox(options) {
+  need(options !== null && typeof options === 'object', 'options', 'sharedSandbox() takes { open, ports, stopWhenUnused? }');
+  checkNames(options, ['open', 'ports', 'stopWhenUnused'], 'sharedSandbox()');
+  const { open, ports, stopWhenUnused } = options;
+  const handles = new Handles();
+  let native;
+  const { give, ops } = sandboxOps(handles, () => native);
+  ops.open = async () => {
+    const sandbox = await open();
+    if (!isNativeSandboxSession(sandbox) && typeof sandbox?.fork !== 'function') {
+      throw new TypeError(
+        'sharedSandbox(): open() must give a sandbox with fork({ ports }), such as the sandboxes of dockerSandbox(), localSandbox(), ai-sdk-sandbox-sbx or ai-sdk-sandbox-cloud-run',
+      );
+    }
+    return give(sandbox, 'open()');
+  };
+  ops.fork = async ({ sandbox, port }) => {
+    const view = await handles.get(sandbox).fork({ ports: [port] });
+    return give(view, 'fork()');
+  };
+  try {
+    native = binding.createSharedSandbox(hostOf(ops), optionsJson({ ports, stopWhenUnused }));
+  } catch (error) {
+    const thrown = fromNative(error);
+    if (SessionInputError.isInstance(thrown) && thrown.path === 'ports') throw new TypeError(thrown.message);
+    throw thrown;
+  }
+  // Checked after the ports, so that bad ports are refused as they are whatever else is wrong.
+  need(typeof open === 'function', 'open', 'open must be a function that gives the sandbox to share: dockerSandbox(), localSandbox(), or one with fork()');
+  return strategyObject(native, handles);
+}
+
+/**
+ * A sandbox of its own for each session: `create(sessionId)` for a new one, `resume(sessionId)`
+ * for one that comes back (`create` when there is no `resume`, or it gives nothing), stopped when
+ * the session is suspended, destroyed when it is closed. `provider` (the object `dockerSandbox()`
+ * or `localSandbox()` returns, driven natively; or any `HarnessV1SandboxProvider`) in place of
+ * `create` and `resume`.
+ *
+ * @param {{ create?: (sessionId: string) => any, resume?: (sessionId: string) => any, provider?: any, maxSessions?: number }} options
+ */
+function sandboxPerSession(options) {
+  if (typeof options === 'function' && options.nativeProvider !== undefined) options = { provider: options };
+  need(options !== null && typeof options === 'object', 'options', 'sandboxPerSession() takes { create, resume?, maxSessions? } or { provider, maxSessions? }');
+  checkNames(options, ['create', 'resume', 'provider', 'maxSessions'], 'sandboxPerSession()');
+  let { create, resume, provider, maxSessions } = options;
+  let nativeProvider = null;
+  if (provider !== undefined) {
+    need(create === undefined && resume === undefined, 'provider', 'give either provider, or create and resume, not both');
+    need(provider !== null && (typeof provider === 'object' || typeof provider === 'function'), 'provider', 'provider must be a sandbox provider, such as dockerSandbox()');
+    if (provider.nativeProvider instanceof binding.NativeSandboxProvider) {
+      nativeProvider = provider.nativeProvider;
+    } else {
+      need(typeof provider.createSession === 'function', 'provider.createSession', 'provider.createSession must be a function');
+      create = (sessionId) => provider.createSession({ sessionId });
+      if (typeof provider.resumeSession === 'function') resume = (sessionId) => provider.resumeSession({ sessionId });
+    }
+  } else {
+    need(typeof create === 'function', 'create', 'create must be a function (sessionId) => sandbox session');
+    need(resume === undefined || typeof resume === 'function', 'resume', 'resume must be a function (sessionId) => sandbox session');
+  }
+  const handles = new Handles();
+  let native;
+  const { give, ops } = sandboxOps(handles, () => native);
+  ops.create = async ({ sessionId }) => give(await create(sessionId), 'create()');
+  ops.resume = async ({ sessionId }) => {
+    if (resume === undefined) return null;
+    const sandbox = await resume(sessionId);
+    return sandbox == null ? null : give(sandbox, 'resume()');
+  };
+  try {
+    native = binding.createSandboxPerSession(hostOf(ops), optionsJson({ maxSessions }), nativeProvider);
+  } catch (error) {
+    throw fromNative(error);
+  }
+  return strategyObject(native, handles);
+}
+
+/** The native strategy of `sandboxes`, when it is one of this copy's: `{ native, sandboxSession }`. */
+function nativeSandboxesOf(sandboxes) {
+  const found = sandboxes?.[NATIVE_SANDBOXES];
+  return found !== undefined && found.native instanceof binding.NativeSessionSandboxes ? found : undefined;
+}
+
+module.exports = { sharedSandbox, sandboxPerSession, nativeSandboxesOf };

@@ -1,0 +1,475 @@
+//! The session strategies in JavaScript: `sharedSandbox()` and `sandboxPerSession()` as one napi
+//! class, [`NativeSessionSandboxes`], around the engine's [`SharedSandbox`] and
+//! [`SandboxPerSession`].
+//!
+//! `js/strategies.js` builds the public objects on it. Each strategy has a host function of its
+//! own (`host(op, payload)`, the protocol of [`Host`]) through which the engine reaches the
+//! application's `open`, `create` and `resume` and the JavaScript sandboxes they give:
+//!
+//! | op        | payload                          | answer                                   |
+//! | --------- | -------------------------------- | ---------------------------------------- |
+//! | `open`    | `{}`                             | `{ sandbox: h }` or `{ native: a }`      |
+//! | `create`  | `{ sessionId }`                  | `{ sandbox: h }` or `{ native: a }`      |
+//! | `resume`  | `{ sessionId }`                  | the same, or `null` when there is none   |
+//! | `fork`    | `{ sandbox: h, sessionId, port }`| `{ sandbox: h }` or `{ native: a }`      |
+//! | `release`, `stop`, `destroy` | `{ sandbox: h }`      | `null`                                   |
+//! | `forget`  | `{ sandbox: h }` (not awaited)   |                                          |
+//!
+//! `h` numbers a JavaScript object kept in JavaScript; `a` a [`NativeSandboxSession`] JavaScript
+//! handed over with [`NativeSessionSandboxes::adopt`]: from then on it is driven natively (a
+//! `dockerSandbox()` sandbox is forked in Rust, with no crossing). A provider given natively
+//! (`sandboxPerSession({ provider: dockerSandbox() })`) is never reached through the host.
+//!
+//! The sandboxes handed to agents are numbered in a [`SandboxRegistry`] while their lease holds
+//! them ([`SandboxRef::Native`]); JavaScript gets the object of a number with
+//! [`NativeSessionSandboxes::native_sandbox`] or [`NativeSessionSandboxes::js_sandbox`].
+
+// Exports are reached from JavaScript, not from Rust: `pub` is what napi needs of them.
+#![allow(unreachable_pub)]
+// Test builds do not register napi exports, so the free functions look unused there.
+#![cfg_attr(test, allow(dead_code))]
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use napi::bindgen_prelude::{FnArgs, Function, Promise};
+use napi_derive::napi;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::error::{guard, guard_sync};
+use super::host::Host;
+use super::sandbox::{NativeSandboxProvider, NativeSandboxSession};
+use crate::engine::error::{Result, SessionError};
+use crate::engine::lease::{Lease, SandboxRef, SessionSandboxes};
+use crate::engine::sandbox::per_session::{ProviderMaker, SandboxMaker, SandboxPerSession};
+use crate::engine::sandbox::shared::{
+    HeldSandbox, NativeSandbox, RegisteredSandbox, Registration, SandboxOpener, SandboxRegistry,
+    SharedSandbox, SharedSandboxOptions,
+};
+use crate::engine::sandbox::SandboxSession;
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// What a strategy shares with the sandboxes it holds: its host, its registry, and the native
+/// sessions JavaScript handed over and Rust has not taken yet.
+struct Kit {
+    host: Arc<Host>,
+    registry: Arc<SandboxRegistry>,
+    adopted: Mutex<HashMap<u64, Arc<dyn SandboxSession>>>,
+    next_adopted: AtomicU64,
+}
+
+impl Kit {
+    /// The sandbox a host answer names; numbered in the registry when it is `handed_out`.
+    fn held(
+        self: &Arc<Self>,
+        answer: &Value,
+        handed_out: bool,
+        op: &str,
+    ) -> Result<Arc<dyn HeldSandbox>> {
+        if let Some(number) = answer.get("native").and_then(Value::as_u64) {
+            let session = lock(&self.adopted).remove(&number).ok_or_else(|| {
+                SessionError::internal(format!("{op} named a sandbox that was not handed over"))
+            })?;
+            let registry = self.registry.clone();
+            return Ok(Arc::new(if handed_out {
+                NativeSandbox::handed_out(session, registry)
+            } else {
+                NativeSandbox::kept(session, registry)
+            }));
+        }
+        let handle = answer
+            .get("sandbox")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| SessionError::internal(format!("{op} answered without a sandbox")))?;
+        let registration =
+            handed_out.then(|| self.registry.register(RegisteredSandbox::Js(handle)));
+        Ok(Arc::new(JsSandbox {
+            kit: self.clone(),
+            handle,
+            registration,
+        }))
+    }
+}
+
+/// A sandbox, or a view of one, kept in JavaScript and driven through the strategy's host.
+struct JsSandbox {
+    kit: Arc<Kit>,
+    handle: u64,
+    registration: Option<Registration>,
+}
+
+impl JsSandbox {
+    async fn call(&self, op: &str) -> Result<()> {
+        self.kit
+            .host
+            .call(op, json!({ "sandbox": self.handle }))
+            .await
+            .map(drop)
+    }
+}
+
+#[async_trait]
+impl HeldSandbox for JsSandbox {
+    fn sandbox_ref(&self) -> SandboxRef {
+        self.registration
+            .as_ref()
+            .map_or(SandboxRef::None, Registration::sandbox_ref)
+    }
+
+    async fn fork(&self, session_id: &str, port: u16) -> Result<Arc<dyn HeldSandbox>> {
+        let answer = self
+            .kit
+            .host
+            .call(
+                "fork",
+                json!({ "sandbox": self.handle, "sessionId": session_id, "port": port }),
+            )
+            .await?;
+        self.kit.held(&answer, true, "fork")
+    }
+
+    async fn release(&self) -> Result<()> {
+        self.call("release").await
+    }
+
+    async fn stop(&self) -> Result<()> {
+        self.call("stop").await
+    }
+
+    async fn destroy(&self) -> Result<()> {
+        self.call("destroy").await
+    }
+}
+
+impl Drop for JsSandbox {
+    fn drop(&mut self) {
+        self.kit
+            .host
+            .notify("forget", json!({ "sandbox": self.handle }));
+    }
+}
+
+/// `sharedSandbox({ open })`: the application's `open`.
+struct JsOpener {
+    kit: Arc<Kit>,
+}
+
+#[async_trait]
+impl SandboxOpener for JsOpener {
+    async fn open(&self) -> Result<Arc<dyn HeldSandbox>> {
+        let answer = self.kit.host.call("open", json!({})).await?;
+        self.kit.held(&answer, false, "open")
+    }
+}
+
+/// `sandboxPerSession({ create, resume })`: the application's functions.
+struct JsMaker {
+    kit: Arc<Kit>,
+}
+
+#[async_trait]
+impl SandboxMaker for JsMaker {
+    async fn create(&self, session_id: &str) -> Result<Arc<dyn HeldSandbox>> {
+        let answer = self
+            .kit
+            .host
+            .call("create", json!({ "sessionId": session_id }))
+            .await?;
+        self.kit.held(&answer, true, "create")
+    }
+
+    async fn resume(&self, session_id: &str) -> Result<Option<Arc<dyn HeldSandbox>>> {
+        let answer = self
+            .kit
+            .host
+            .call("resume", json!({ "sessionId": session_id }))
+            .await?;
+        if answer.is_null() {
+            return Ok(None);
+        }
+        self.kit.held(&answer, true, "resume").map(Some)
+    }
+}
+
+/// The options of `sharedSandbox()` as `js/strategies.js` passes them, functions taken out.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SharedInit {
+    ports: Option<Value>,
+    stop_when_unused: Option<Value>,
+}
+
+/// The options of `sandboxPerSession()`, functions taken out.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PerSessionInit {
+    max_sessions: Option<Value>,
+}
+
+fn options<T: serde::de::DeserializeOwned>(json: &str) -> Result<T> {
+    serde_json::from_str(json)
+        .map_err(|e| SessionError::input("options", format!("options are not valid: {e}")))
+}
+
+/// The ports of `sharedSandbox()`: an array of port numbers. Emptiness and repeats are the
+/// engine's to refuse.
+fn read_ports(ports: Option<Value>) -> Result<Vec<u16>> {
+    let Some(Value::Array(ports)) = ports else {
+        return Err(SessionError::input(
+            "ports",
+            crate::engine::sandbox::shared::PORTS_MESSAGE,
+        ));
+    };
+    ports
+        .iter()
+        .enumerate()
+        .map(|(index, port)| {
+            port.as_u64()
+                .and_then(|port| u16::try_from(port).ok())
+                .filter(|port| *port > 0)
+                .ok_or_else(|| {
+                    SessionError::input(
+                        format!("ports[{index}]"),
+                        format!("ports[{index}]: {port} is not a port number (1 to 65535)."),
+                    )
+                })
+        })
+        .collect()
+}
+
+fn read_flag(value: Option<Value>, name: &str) -> Result<bool> {
+    match value {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(flag)) => Ok(flag),
+        Some(_) => Err(SessionError::input(
+            name,
+            format!("{name} must be a boolean."),
+        )),
+    }
+}
+
+fn read_max_sessions(value: Option<Value>) -> Result<Option<u32>> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_u64().and_then(|n| u32::try_from(n).ok()) {
+            Some(max) if max >= 1 => Ok(Some(max)),
+            _ => Err(SessionError::input(
+                "maxSessions",
+                "maxSessions must be a whole number, one or more.",
+            )),
+        },
+        Some(_) => Err(SessionError::input(
+            "maxSessions",
+            "maxSessions must be a whole number, one or more.",
+        )),
+    }
+}
+
+fn kit(host: Function<FnArgs<(String, String)>, Promise<String>>) -> napi::Result<Arc<Kit>> {
+    Ok(Arc::new(Kit {
+        host: Arc::new(Host::new(host)?),
+        registry: SandboxRegistry::new(),
+        adopted: Mutex::new(HashMap::new()),
+        next_adopted: AtomicU64::new(1),
+    }))
+}
+
+/// `sharedSandbox({ ports, stopWhenUnused })`, its `open` reached through `host`. Empty or
+/// repeated ports are refused at once (`js/strategies.js` throws them as a `TypeError`).
+#[napi]
+pub fn create_shared_sandbox(
+    host: Function<FnArgs<(String, String)>, Promise<String>>,
+    options_json: String,
+) -> napi::Result<NativeSessionSandboxes> {
+    let kit = kit(host)?;
+    guard_sync(|| {
+        let init: SharedInit = options(&options_json)?;
+        let options = SharedSandboxOptions {
+            ports: read_ports(init.ports)?,
+            stop_when_unused: read_flag(init.stop_when_unused, "stopWhenUnused")?,
+        };
+        let opener = Arc::new(JsOpener { kit: kit.clone() });
+        let strategy = SharedSandbox::new(opener, options)?;
+        Ok(NativeSessionSandboxes {
+            strategy: Arc::new(strategy),
+            kit,
+        })
+    })
+}
+
+/// `sandboxPerSession({ maxSessions })`: its sandboxes made by `provider` natively when it is
+/// given, else by the application's `create` and `resume` reached through `host`.
+#[napi]
+pub fn create_sandbox_per_session(
+    host: Function<FnArgs<(String, String)>, Promise<String>>,
+    options_json: String,
+    provider: Option<&NativeSandboxProvider>,
+) -> napi::Result<NativeSessionSandboxes> {
+    let kit = kit(host)?;
+    guard_sync(|| {
+        let init: PerSessionInit = options(&options_json)?;
+        let max_sessions = read_max_sessions(init.max_sessions)?;
+        let maker: Arc<dyn SandboxMaker> = match provider {
+            Some(provider) => Arc::new(ProviderMaker::new(
+                provider.provider(),
+                kit.registry.clone(),
+            )),
+            None => Arc::new(JsMaker { kit: kit.clone() }),
+        };
+        let strategy = SandboxPerSession::new(maker, max_sessions)?;
+        Ok(NativeSessionSandboxes {
+            strategy: Arc::new(strategy),
+            kit,
+        })
+    })
+}
+
+/// A strategy of the engine's own: `sharedSandbox()` or `sandboxPerSession()`.
+#[napi]
+pub struct NativeSessionSandboxes {
+    strategy: Arc<dyn SessionSandboxes>,
+    kit: Arc<Kit>,
+}
+
+impl NativeSessionSandboxes {
+    /// The engine's strategy, for a manager to use directly.
+    pub(crate) fn strategy(&self) -> Arc<dyn SessionSandboxes> {
+        self.strategy.clone()
+    }
+}
+
+#[napi]
+impl NativeSessionSandboxes {
+    /// How many sessions can hold a sandbox at once; `null` when unbounded.
+    #[napi(getter)]
+    pub fn capacity(&self) -> Option<u32> {
+        self.strategy.capacity()
+    }
+
+    /// How many sandboxes are handed out now (held by a lease).
+    #[napi(getter)]
+    pub fn handed_out(&self) -> u32 {
+        u32::try_from(self.kit.registry.len()).unwrap_or(u32::MAX)
+    }
+
+    /// A sandbox for session `sessionId` (`resume` when it comes back from suspended).
+    #[napi]
+    pub async fn acquire(&self, session_id: String, resume: Option<bool>) -> napi::Result<NativeLease> {
+        let strategy = self.strategy.clone();
+        guard(async move {
+            if session_id.is_empty() {
+                return Err(SessionError::input(
+                    "sessionId",
+                    "sessionId must be a non-empty string.",
+                ));
+            }
+            let lease = strategy
+                .acquire(&session_id, resume.unwrap_or(false))
+                .await?;
+            Ok(NativeLease::new(lease))
+        })
+        .await
+    }
+
+    /// Frees what is kept for suspended session `sessionId`, which ends.
+    #[napi]
+    pub async fn discard(&self, session_id: String) -> napi::Result<()> {
+        let strategy = self.strategy.clone();
+        guard(async move { strategy.discard(&session_id).await }).await
+    }
+
+    /// Stops what the strategy keeps running.
+    #[napi]
+    pub async fn shutdown(&self) -> napi::Result<()> {
+        let strategy = self.strategy.clone();
+        guard(async move { strategy.shutdown().await }).await
+    }
+
+    /// The native sandbox handed out as number `number`, as a new JavaScript object over it.
+    #[napi]
+    pub fn native_sandbox(&self, number: u32) -> Option<NativeSandboxSession> {
+        match self.kit.registry.get(u64::from(number)) {
+            Some(RegisteredSandbox::Native(session)) => Some(NativeSandboxSession::new(session)),
+            _ => None,
+        }
+    }
+
+    /// The JavaScript handle of the sandbox handed out as number `number`, when it is one.
+    #[napi]
+    pub fn js_sandbox(&self, number: u32) -> Option<u32> {
+        match self.kit.registry.get(u64::from(number)) {
+            Some(RegisteredSandbox::Js(handle)) => u32::try_from(handle).ok(),
+            _ => None,
+        }
+    }
+
+    /// Hands `session` over, to be driven natively: the number a host answer names it by
+    /// (`{ native: n }`).
+    #[napi]
+    pub fn adopt(&self, session: &NativeSandboxSession) -> u32 {
+        let number = self.kit.next_adopted.fetch_add(1, Ordering::Relaxed);
+        lock(&self.kit.adopted).insert(number, session.session());
+        u32::try_from(number).unwrap_or(u32::MAX)
+    }
+}
+
+/// A session's hold on its sandbox, for JavaScript that uses a strategy directly. `suspend` and
+/// `close` are idempotent: the first one given back wins, later ones do nothing.
+#[napi]
+pub struct NativeLease {
+    lease: tokio::sync::Mutex<Option<Box<dyn Lease>>>,
+    sandbox: SandboxRef,
+}
+
+impl NativeLease {
+    fn new(lease: Box<dyn Lease>) -> Self {
+        NativeLease {
+            sandbox: lease.sandbox(),
+            lease: tokio::sync::Mutex::new(Some(lease)),
+        }
+    }
+}
+
+#[napi]
+impl NativeLease {
+    /// The number of the sandbox it holds (see [`NativeSessionSandboxes::native_sandbox`]).
+    #[napi(getter)]
+    pub fn sandbox(&self) -> Option<u32> {
+        match self.sandbox {
+            SandboxRef::Native(number) => u32::try_from(number).ok(),
+            SandboxRef::Js(_) | SandboxRef::None => None,
+        }
+    }
+
+    /// The session is suspended: gives back what it need not keep.
+    #[napi]
+    pub async fn suspend(&self) -> napi::Result<()> {
+        guard(async {
+            let lease = self.lease.lock().await.take();
+            match lease {
+                Some(lease) => lease.suspend().await,
+                None => Ok(()),
+            }
+        })
+        .await
+    }
+
+    /// The session ends: gives back everything.
+    #[napi]
+    pub async fn close(&self) -> napi::Result<()> {
+        guard(async {
+            let lease = self.lease.lock().await.take();
+            match lease {
+                Some(lease) => lease.close().await,
+                None => Ok(()),
+            }
+        })
+        .await
+    }
+}
