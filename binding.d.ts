@@ -84,8 +84,11 @@ export declare class NativeManager {
   feedEnd(turnId: number, endJson: string): boolean
   /** The client of turn `turn_id` went away: the turn goes on, read to its end. */
   clientGone(turnId: number): void
-  /** How many sessions are held in memory (live ones, and those a command is handling). */
-  sessionsInMemory(): number
+  /**
+   * What the manager holds, for tests and benchmarks: `{ sessionsInMemory, turnsUnderWay,
+   * clientsGone }` as JSON.
+   */
+  diagnostics(): string
 }
 
 /** A process started in a sandbox. */

@@ -9,7 +9,7 @@
 
 const { randomUUID } = require('node:crypto');
 const native = require('../binding.js');
-const { SessionInputError, translating, fromNative } = require('./errors.js');
+const { SessionInputError, SessionNotFoundError, translating, fromNative } = require('./errors.js');
 const { createHost } = require('./host.js');
 const { Turns } = require('./turns.js');
 const { toUIMessageStreamResponse } = require('./sse.js');
@@ -139,6 +139,7 @@ function createSessionManager(options) {
   );
 
   const parse = (text) => (text == null ? undefined : JSON.parse(text));
+  const updates = new Queues();
   const call = async (f) => {
     try {
       return await holding(f());
@@ -170,7 +171,7 @@ function createSessionManager(options) {
     return sessionTurn(turn);
   }
 
-  return {
+  const api = {
     async create({ id, metadata } = {}) {
       need(id === undefined || (typeof id === 'string' && id.length > 0), 'id', 'id must be a non-empty string');
       const text = json(metadata, 'metadata');
@@ -186,7 +187,7 @@ function createSessionManager(options) {
     async send(id, { message, prompt, abortSignal } = {}) {
       need(typeof message === 'string' || (message !== null && typeof message === 'object'), 'message', 'message must be a string or a UIMessage');
       need(prompt === undefined || typeof prompt === 'string', 'prompt', 'prompt must be a string');
-      const request = { message, prompt, replyId: newId(), messageId: newId() };
+      const request = { message, prompt, messageId: newId(), replyId: newId() };
       return startTurn(id, abortSignal, (turnId) =>
         manager.send(id, json({ ...request, turnId }, 'message')),
       );
@@ -203,13 +204,17 @@ function createSessionManager(options) {
     async update(id, changes) {
       checkId(id);
       need(changes !== null && typeof changes === 'object' && 'metadata' in changes, 'metadata', 'update() takes { metadata }');
-      let metadata = changes.metadata;
-      if (typeof metadata === 'function') {
-        const current = await this.get(id);
-        if (current === undefined) throw fromNative(new Error(JSON.stringify({ code: 'SESSION_NOT_FOUND', message: `No session ${id}.`, sessionId: id })));
-        metadata = metadata(current.metadata);
+      const change = changes.metadata;
+      if (typeof change !== 'function') {
+        return parse(await call(() => manager.update(id, json(change, 'metadata'))));
       }
-      return parse(await call(() => manager.update(id, json(metadata, 'metadata'))));
+      // A function of the metadata as they stand: updates of one session run one after the other,
+      // so that none is lost between the read and the write.
+      return updates.run(id, async () => {
+        const current = await api.get(id);
+        if (current === undefined) throw new SessionNotFoundError({ sessionId: id });
+        return parse(await call(() => manager.update(id, json(change(current.metadata), 'metadata'))));
+      });
     },
     async interrupt(id) {
       checkId(id);
@@ -236,6 +241,32 @@ function createSessionManager(options) {
       await call(() => manager.shutdown());
     },
   };
+  Object.defineProperty(api, DIAGNOSTICS, {
+    value: () => ({ ...JSON.parse(manager.diagnostics()), handles: host.handles() }),
+  });
+  return api;
 }
 
-module.exports = { createSessionManager };
+/** One queue of tasks per key: a task runs once the ones before it under its key settle. */
+class Queues {
+  #tails = new Map();
+
+  run(key, task) {
+    const before = this.#tails.get(key) ?? Promise.resolve();
+    const result = before.then(task, task);
+    const tail = result.then(
+      () => {},
+      () => {},
+    );
+    this.#tails.set(key, tail);
+    tail.then(() => {
+      if (this.#tails.get(key) === tail) this.#tails.delete(key);
+    });
+    return result;
+  }
+}
+
+/** What a manager holds, for tests and benchmarks: `manager[DIAGNOSTICS]()`. */
+const DIAGNOSTICS = Symbol.for('harness-sessions.diagnostics');
+
+module.exports = { createSessionManager, DIAGNOSTICS };

@@ -348,9 +348,15 @@ impl NativeManager {
         self.manager.client_gone(u64::from(turn_id));
     }
 
-    /// How many sessions are held in memory (live ones, and those a command is handling).
+    /// What the manager holds, for tests and benchmarks: `{ sessionsInMemory, turnsUnderWay,
+    /// clientsGone }` as JSON.
     #[napi]
-    pub fn sessions_in_memory(&self) -> u32 {
-        self.manager.sessions_in_memory() as u32
+    pub fn diagnostics(&self) -> String {
+        serde_json::json!({
+            "sessionsInMemory": self.manager.sessions_in_memory(),
+            "turnsUnderWay": self.feeds.len(),
+            "clientsGone": self.manager.clients_gone(),
+        })
+        .to_string()
     }
 }

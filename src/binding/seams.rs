@@ -36,6 +36,11 @@ impl Feeds {
         lock(&self.feeds).get(&turn_id).cloned()
     }
 
+    /// How many turns have a feed open.
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.feeds).len()
+    }
+
     /// Removes and returns the feed of turn `turn_id`.
     pub(crate) fn close(&self, turn_id: u64) -> Option<TurnFeed> {
         lock(&self.feeds).remove(&turn_id)

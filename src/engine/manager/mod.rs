@@ -108,6 +108,7 @@ pub(crate) struct Inner {
     registry: Mutex<Registry>,
     recovered: OnceCell<()>,
     shut_down: AtomicBool,
+    clients_gone: std::sync::atomic::AtomicU64,
 }
 
 impl SessionManager {
@@ -121,6 +122,7 @@ impl SessionManager {
                 registry: Mutex::new(Registry::default()),
                 recovered: OnceCell::new(),
                 shut_down: AtomicBool::new(false),
+                clients_gone: std::sync::atomic::AtomicU64::new(0),
             }),
         }
     }
@@ -292,8 +294,15 @@ impl SessionManager {
             .get(&turn_id)
             .and_then(|t| t.upgrade());
         if let Some(turn) = turn {
-            turn.client_gone.store(true, Ordering::SeqCst);
+            if !turn.client_gone.swap(true, Ordering::SeqCst) {
+                self.inner.clients_gone.fetch_add(1, Ordering::SeqCst);
+            }
         }
+    }
+
+    /// How many turns saw their client go away, since the manager started.
+    pub fn clients_gone(&self) -> u64 {
+        self.inner.clients_gone.load(Ordering::SeqCst)
     }
 
     /// How many sessions are in memory: live ones, and those a command is handling.
