@@ -2,7 +2,7 @@
  * harness-sessions: sessions for AI SDK harness agents, with a Rust core. A drop-in for
  * `ai-sdk-harness-sessions` 0.2.0: the same options, methods, statuses, events and errors.
  */
-import type { HarnessV1NetworkSandboxSession } from '@ai-sdk/harness';
+import type { HarnessV1NetworkSandboxSession, HarnessV1SandboxProvider } from '@ai-sdk/harness';
 import type { HarnessAgentResumeSessionState, HarnessAgentSession } from '@ai-sdk/harness/agent';
 import type {
   StreamTextResult,
@@ -159,6 +159,120 @@ export interface SessionSandboxes {
   discard?(sessionId: string): Promise<void>;
   shutdown?(): Promise<void>;
 }
+
+/** A sandbox `sharedSandbox()` can share: one that gives views of itself, `fork({ ports })`. */
+export interface ForkableSandboxSession extends HarnessV1NetworkSandboxSession {
+  fork(options: { ports: number[] }): HarnessV1NetworkSandboxSession | PromiseLike<HarnessV1NetworkSandboxSession>;
+}
+
+export interface SharedSandboxOptions {
+  /**
+   * The sandbox to share, found again or created: called at the first acquire, and again after
+   * a failed open or a stop. `dockerSandbox()` and `localSandbox()` are such functions: their
+   * sandboxes are then forked natively, each session in a working directory of its own
+   * (`sessions/<sessionId>`).
+   */
+  open: () => ForkableSandboxSession | PromiseLike<ForkableSandboxSession>;
+  /** A port of the sandbox per live session, for its bridge: their count is the capacity. */
+  ports: readonly number[];
+  /** Stop the sandbox once no session holds it, and open it again with the next. Default: `false`. */
+  stopWhenUnused?: boolean;
+}
+
+/**
+ * One sandbox for every session, each a view of it (`fork()`) with a port of its own and a
+ * working directory of its own. Empty or repeated `ports` throw a `TypeError` at once.
+ */
+export declare function sharedSandbox(options: SharedSandboxOptions): SessionSandboxes & { readonly capacity: number };
+
+export type SandboxPerSessionOptions =
+  | {
+      /** A new sandbox for a new session. */
+      create: (sessionId: string) => HarnessV1NetworkSandboxSession | PromiseLike<HarnessV1NetworkSandboxSession>;
+      /** The sandbox of a session that comes back; nothing (or no `resume`) creates one. */
+      resume?: (
+        sessionId: string,
+      ) =>
+        | HarnessV1NetworkSandboxSession
+        | null
+        | undefined
+        | PromiseLike<HarnessV1NetworkSandboxSession | null | undefined>;
+      /** How many sessions hold a sandbox at once. Default: unbounded. */
+      maxSessions?: number;
+      provider?: never;
+    }
+  | {
+      /** In place of `create` and `resume`: `dockerSandbox()`, `localSandbox()` (driven natively), or any provider. */
+      provider: HarnessV1SandboxProvider;
+      maxSessions?: number;
+      create?: never;
+      resume?: never;
+    };
+
+/** A sandbox of its own for each session: stopped when it is suspended, destroyed when it is closed. */
+export declare function sandboxPerSession(options: SandboxPerSessionOptions | NativeSandboxProvider): SessionSandboxes;
+
+/** A view of a sandbox of `dockerSandbox()` or `localSandbox()`. */
+export interface NativeSandboxSession extends HarnessV1NetworkSandboxSession {
+  /** A view of the same sandbox with ports and a working directory of its own (default: a new one). */
+  fork(options?: { ports?: number[]; workingDirectory?: string }): Promise<NativeSandboxSession>;
+}
+
+/**
+ * What `dockerSandbox()` and `localSandbox()` return: a `HarnessV1SandboxProvider` (for
+ * `new HarnessAgent({ sandbox })` or `sandboxPerSession()`), and a function that opens the
+ * sandbox `name` (default: the `name` option, or `'shared'`): the `open` of `sharedSandbox()`.
+ */
+export type NativeSandboxProvider = HarnessV1SandboxProvider &
+  ((options?: { name?: string; abortSignal?: AbortSignal }) => Promise<NativeSandboxSession>);
+
+export interface DockerSandboxOptions {
+  /** The image, on the engine already: nothing is pulled unless `pull`. */
+  image: string;
+  /** `unix:///path/docker.sock`, a socket path, or `tcp://host:port`. Default: `DOCKER_HOST`, then `/var/run/docker.sock`. */
+  host?: string;
+  /** Pull the image when the engine lacks it. Default: `false`. */
+  pull?: boolean;
+  /** The start of container names. Default: `harness-sessions-`. */
+  namePrefix?: string;
+  /** The name the function opens. Default: `'shared'`. */
+  name?: string;
+  /** The user commands run as, numeric `uid:gid`. Default: `1000:1000`. */
+  user?: string;
+  /** Default: `/workspace`. */
+  workingDirectory?: string;
+  /** The user's `HOME`. Default: `/home/sandbox`. */
+  home?: string;
+  /** The ports of each sandbox (host networking, reached on 127.0.0.1). Default: none, and no network. */
+  ports?: number[];
+  env?: Record<string, string>;
+  /** Default: 1. */
+  cpus?: number;
+  /** Bytes, or `'512m'`, `'2g'`. Default: `'1g'`. */
+  memory?: number | string;
+  /** Processes at once. Default: 256. */
+  pids?: number;
+  /** Default: `'none'` without ports, `'host'` with. */
+  network?: 'none' | 'host';
+}
+
+/** A container per session on a Docker Engine. */
+export declare function dockerSandbox(options: DockerSandboxOptions): NativeSandboxProvider;
+
+export interface LocalSandboxOptions {
+  /** The folder that holds one folder per session, created when missing. */
+  root: string;
+  /** The ports of each session: this host's, on 127.0.0.1. */
+  ports?: number[];
+  env?: Record<string, string>;
+  /** Pass this process's whole environment (its secrets too). Default: `false`. */
+  inheritEnv?: boolean;
+  /** The name the function opens. Default: `'shared'`. */
+  name?: string;
+}
+
+/** Processes on this host in a folder per session. NO ISOLATION: for development and tests. */
+export declare function localSandbox(options: LocalSandboxOptions): NativeSandboxProvider;
 
 // ─── The manager ────────────────────────────────────────────────────────────────────────────────
 

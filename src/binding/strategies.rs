@@ -52,7 +52,9 @@ use crate::engine::sandbox::shared::{
 use crate::engine::sandbox::SandboxSession;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// What a strategy shares with the sandboxes it holds: its host, its registry, and the native
@@ -360,7 +362,11 @@ impl NativeSessionSandboxes {
 
     /// A sandbox for session `sessionId` (`resume` when it comes back from suspended).
     #[napi]
-    pub async fn acquire(&self, session_id: String, resume: Option<bool>) -> napi::Result<NativeLease> {
+    pub async fn acquire(
+        &self,
+        session_id: String,
+        resume: Option<bool>,
+    ) -> napi::Result<NativeLease> {
         let strategy = self.strategy.clone();
         guard(async move {
             if session_id.is_empty() {

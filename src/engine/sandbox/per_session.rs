@@ -27,7 +27,9 @@ use crate::engine::error::{Result, SessionError};
 use crate::engine::lease::{Lease, SandboxRef, SessionSandboxes};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Where `sandboxPerSession()` gets each session's sandbox.
@@ -178,8 +180,11 @@ impl SessionSandboxes for SandboxPerSession {
     }
 
     async fn shutdown(&self) -> Result<()> {
-        let held: Vec<Arc<dyn HeldSandbox>> =
-            lock(&self.inner.leases).values().flatten().cloned().collect();
+        let held: Vec<Arc<dyn HeldSandbox>> = lock(&self.inner.leases)
+            .values()
+            .flatten()
+            .cloned()
+            .collect();
         let mut outcome = Ok(());
         for sandbox in held {
             if let Err(error) = sandbox.stop().await {

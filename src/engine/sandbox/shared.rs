@@ -39,7 +39,9 @@ use crate::engine::lease::{Lease, SandboxRef, SessionSandboxes};
 pub const PORTS_MESSAGE: &str = "sharedSandbox() needs at least one port, each listed once.";
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A sandbox, or a view of one, as a strategy holds it: one of the engine's own, or an object
@@ -256,7 +258,10 @@ impl ProviderOpener {
 impl SandboxOpener for ProviderOpener {
     async fn open(&self) -> Result<Arc<dyn HeldSandbox>> {
         let session = self.provider.open(&self.name).await?;
-        Ok(Arc::new(NativeSandbox::kept(session, self.registry.clone())))
+        Ok(Arc::new(NativeSandbox::kept(
+            session,
+            self.registry.clone(),
+        )))
     }
 }
 
@@ -696,7 +701,10 @@ mod tests {
         let (shared, counts) = counting(vec![4001], false);
         counts.fail_opens.store(1, Ordering::SeqCst);
         let error = shared.acquire("a", false).await.err();
-        assert_eq!(error, Some(SessionError::host("the sandbox would not open")));
+        assert_eq!(
+            error,
+            Some(SessionError::host("the sandbox would not open"))
+        );
         assert!(shared.held_ports().is_empty());
         assert!(!shared.is_open().await);
         let lease = shared.acquire("a", false).await.expect("opened again");
@@ -784,7 +792,9 @@ mod tests {
         assert_eq!(view_a.ports(), &[4101]);
         assert_eq!(view_b.ports(), &[4102]);
         assert_eq!(view_a.id(), view_b.id(), "views of one sandbox");
-        assert!(view_b.default_working_directory().ends_with("/sessions/chat-b"));
+        assert!(view_b
+            .default_working_directory()
+            .ends_with("/sessions/chat-b"));
         view_a
             .write_text("notes.txt", "from a")
             .await
