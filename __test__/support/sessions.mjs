@@ -64,8 +64,11 @@ export function testManager(options = {}) {
   return { sessions, agent, sandboxes, errors, events };
 }
 
-/** Reads a turn to its end: every chunk, the message the real reader built, and `done`. */
-export async function readTurn(turn) {
+/**
+ * Reads a turn to its end: every chunk, the message the real reader built (continuing `message`
+ * when the turn continues one, as useChat does), and `done`.
+ */
+export async function readTurn(turn, continues) {
   const [forChunks, forMessage] = turn.stream.tee();
   const chunks = [];
   const reading = (async () => {
@@ -78,7 +81,7 @@ export async function readTurn(turn) {
   })();
   let message;
   const errors = [];
-  for await (const snapshot of readUIMessageStream({ stream: forMessage, onError: (e) => errors.push(e) })) {
+  for await (const snapshot of readUIMessageStream({ message: continues, stream: forMessage, onError: (e) => errors.push(e) })) {
     message = snapshot;
   }
   await reading;

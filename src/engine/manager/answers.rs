@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 use super::messages::{check_message, tool_name};
 use crate::engine::error::{Result, SessionError};
 use crate::engine::session::{ApprovalVerdict, PendingInput, SessionStatus};
+use crate::engine::ui::UiChunk;
 
 use super::turn::ContinueRequest;
 
@@ -17,18 +18,27 @@ pub const DENIED: &str = "The tool call was denied.";
 /// The first line of the answers told in words after a suspension.
 pub const TOLD_AFTER_SUSPENSION: &str = "The session was suspended while you waited for my answers. Here they are; carry on from there:";
 
-/// What a `continue()` sends the agent.
+/// The answers a `continue()` sends the agent.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Continuation {
-    /// The answers, for `continueStream()`.
-    Answers {
-        /// `ToolApprovalResponse`s.
-        approvals: Vec<Value>,
-        /// `ToolResultPart`s.
-        tool_results: Vec<Value>,
-    },
-    /// The answers in words, for a new prompt: the paused turn was lost.
-    Words(String),
+pub struct Collected {
+    /// `ToolApprovalResponse`s, for `continueStream()`.
+    pub approvals: Vec<Value>,
+    /// `ToolResultPart`s, for `continueStream()`.
+    pub tool_results: Vec<Value>,
+    /// One line per answer, for when the paused turn was lost.
+    lines: Vec<String>,
+}
+
+impl Collected {
+    /// The answers in words, for a new prompt: the paused turn was lost with a suspension.
+    pub fn words(&self) -> String {
+        let mut words = String::from(TOLD_AFTER_SUSPENSION);
+        for line in &self.lines {
+            words.push('\n');
+            words.push_str(line);
+        }
+        words
+    }
 }
 
 /// An answer to one thing the session waits for.
@@ -54,6 +64,44 @@ pub fn approval_response(approval_id: &str, verdict: &ApprovalVerdict) -> Value 
         object.insert("reason".into(), Value::String(reason));
     }
     response
+}
+
+/// The chunks that put `approvals` and `tool_results` in the paused message, as the client's
+/// `addToolApprovalResponse()` and `addToolOutput()` put them in its copy: the agent's
+/// continuation does not always say them again (a tool result's output never comes back).
+pub fn answer_chunks(approvals: &[Value], tool_results: &[Value]) -> Vec<UiChunk> {
+    let mut chunks = Vec::new();
+    for response in approvals {
+        let mut chunk = json!({
+            "type": "tool-approval-response",
+            "approvalId": response.get("approvalId").cloned().unwrap_or(Value::Null),
+            "approved": response.get("approved").cloned().unwrap_or(Value::Bool(false)),
+        });
+        if let (Some(reason), Some(object)) = (response.get("reason"), chunk.as_object_mut()) {
+            object.insert("reason".into(), reason.clone());
+        }
+        chunks.extend(UiChunk::from_value(chunk).ok());
+    }
+    for result in tool_results {
+        let call = result.get("toolCallId").cloned().unwrap_or(Value::Null);
+        let output = result.get("output").cloned().unwrap_or(Value::Null);
+        let value = output.get("value").cloned().unwrap_or(Value::Null);
+        let chunk = match output.get("type").and_then(Value::as_str) {
+            Some("error-text") => {
+                json!({ "type": "tool-output-error", "toolCallId": call, "errorText": value.as_str().unwrap_or_default() })
+            }
+            Some("error-json") => {
+                json!({ "type": "tool-output-error", "toolCallId": call, "errorText": value.to_string() })
+            }
+            Some("execution-denied") => json!({ "type": "tool-output-denied", "toolCallId": call }),
+            Some("text" | "json") => {
+                json!({ "type": "tool-output-available", "toolCallId": call, "output": value })
+            }
+            _ => json!({ "type": "tool-output-available", "toolCallId": call, "output": output }),
+        };
+        chunks.extend(UiChunk::from_value(chunk).ok());
+    }
+    chunks
 }
 
 /// Keeps the policy's answers (`decisions`) in what the session waits for.
@@ -93,8 +141,8 @@ pub fn keep_sent_answers(pending: &mut PendingInput, sent: &[Value]) {
     }
 }
 
-/// The continuation `request` makes of what the session waits for (`pending`); in words when the
-/// paused turn was `lost`.
+/// The answers `request` gives to what the session waits for (`pending`), with the decisions
+/// already made.
 ///
 /// # Errors
 /// [`SessionError::Input`] for a malformed answer, [`SessionError::Conflict`] with [`NO_ANSWER`]
@@ -103,8 +151,7 @@ pub fn collect(
     session_id: &str,
     pending: &PendingInput,
     request: &ContinueRequest,
-    lost: bool,
-) -> Result<Continuation> {
+) -> Result<Collected> {
     let mut answers: Vec<(String, Answer)> = Vec::new();
     for (index, response) in request.approvals.iter().enumerate() {
         let path = format!("toolApprovalContinuations[{index}]");
@@ -162,17 +209,10 @@ pub fn collect(
             NO_ANSWER,
         ));
     }
-    if lost {
-        let mut words = String::from(TOLD_AFTER_SUSPENSION);
-        for line in lines {
-            words.push('\n');
-            words.push_str(&line);
-        }
-        return Ok(Continuation::Words(words));
-    }
-    Ok(Continuation::Answers {
+    Ok(Collected {
         approvals,
         tool_results,
+        lines,
     })
 }
 
@@ -332,44 +372,62 @@ fn approval_line(tool: &str, input: &Value, verdict: &ApprovalVerdict) -> String
     }
 }
 
-/// A tool's result in words: a question's answers by the labels picked, any other output as JSON.
+/// A tool's result in words: the answers to a question (`askUserQuestions`) by the labels of the
+/// options picked, one line per question; any other output as JSON.
 fn result_line(tool: &str, input: &Value, output: &Value) -> String {
     let value = output.get("value").cloned().unwrap_or(Value::Null);
-    let labels = question_labels(&value);
-    match labels {
-        Some(labels) => format!("- I answer {}: {labels}", call_words(tool, input)),
+    match question_answers(input, &value) {
+        Some(lines) => lines.join("\n"),
         None => format!("- {} gave {}", call_words(tool, input), shortened(&value)),
     }
 }
 
-/// The labels a question's answers picked: every string found under `label`, `labels`,
-/// `answer` or `answers` in the output, joined by commas.
-fn question_labels(value: &Value) -> Option<String> {
-    fn gather(value: &Value, out: &mut Vec<String>) {
-        match value {
-            Value::Object(object) => {
-                for (key, item) in object {
-                    let picked = matches!(
-                        key.as_str(),
-                        "label" | "labels" | "answer" | "answers" | "selected"
-                    );
-                    match item {
-                        Value::String(text) if picked => out.push(text.clone()),
-                        Value::Array(items) if picked => items.iter().for_each(|i| match i {
-                            Value::String(text) => out.push(text.clone()),
-                            other => gather(other, out),
-                        }),
-                        other => gather(other, out),
-                    }
-                }
-            }
-            Value::Array(items) => items.iter().for_each(|i| gather(i, out)),
-            _ => {}
+/// `- I answer "<question>": <label>, <label>` for each question `output` answers, the options
+/// picked (`answers[<question id>].optionIds`) named by their labels in `input.questions`.
+fn question_answers(input: &Value, output: &Value) -> Option<Vec<String>> {
+    let questions = input.get("questions")?.as_array()?;
+    let answers = output.get("answers")?.as_object()?;
+    let mut lines = Vec::new();
+    for question in questions {
+        let Some(answer) = question
+            .get("id")
+            .and_then(Value::as_str)
+            .and_then(|id| answers.get(id))
+        else {
+            continue;
+        };
+        let options = question.get("options").and_then(Value::as_array);
+        let label_of = |id: &str| -> String {
+            options
+                .into_iter()
+                .flatten()
+                .find(|o| o.get("id").and_then(Value::as_str) == Some(id))
+                .and_then(|o| o.get("label").and_then(Value::as_str))
+                .unwrap_or(id)
+                .to_owned()
+        };
+        let mut picked: Vec<String> = answer
+            .get("optionIds")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(label_of)
+            .collect();
+        if let Some(text) = answer.get("text").and_then(Value::as_str) {
+            picked.push(text.to_owned());
         }
+        let asked = question
+            .get("question")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        lines.push(format!(
+            "- I answer {}: {}",
+            Value::from(asked),
+            picked.join(", ")
+        ));
     }
-    let mut labels = Vec::new();
-    gather(value, &mut labels);
-    (!labels.is_empty()).then(|| labels.join(", "))
+    (!lines.is_empty()).then_some(lines)
 }
 
 #[cfg(test)]
@@ -388,32 +446,39 @@ mod tests {
             }],
             tool_calls: vec![PendingToolCall {
                 tool_call_id: "c2".into(),
-                tool_name: "pick".into(),
-                input: json!({}),
+                tool_name: "askUserQuestions".into(),
+                input: json!({"questions": [{"id": "question-1", "question": "Which colour?", "options": [
+                    {"id": "option-1", "label": "Red"}, {"id": "option-2", "label": "Blue"}]}]}),
             }],
+        }
+    }
+
+    fn request(approvals: Vec<Value>, tool_results: Vec<Value>) -> ContinueRequest {
+        ContinueRequest {
+            approvals,
+            tool_results,
+            ..Default::default()
         }
     }
 
     #[test]
     fn explicit_answers_become_continuations() {
-        let request = ContinueRequest {
-            approvals: vec![
-                json!({"type": "tool-approval-response", "approvalId": "a1", "approved": false}),
-            ],
-            tool_results: vec![json!({"toolCallId": "c2", "output": 3})],
-            ..Default::default()
-        };
-        let got = collect("s", &pending(), &request, false).unwrap();
+        let request = request(
+            vec![json!({"type": "tool-approval-response", "approvalId": "a1", "approved": false})],
+            vec![json!({"toolCallId": "c2", "output": 3})],
+        );
+        let got = collect("s", &pending(), &request).unwrap();
         assert_eq!(
-            got,
-            Continuation::Answers {
-                approvals: vec![
-                    json!({"type": "tool-approval-response", "approvalId": "a1", "approved": false, "reason": DENIED})
-                ],
-                tool_results: vec![
-                    json!({"type": "tool-result", "toolCallId": "c2", "toolName": "pick", "output": {"type": "json", "value": 3}})
-                ],
-            }
+            got.approvals,
+            vec![
+                json!({"type": "tool-approval-response", "approvalId": "a1", "approved": false, "reason": DENIED})
+            ]
+        );
+        assert_eq!(
+            got.tool_results,
+            vec![
+                json!({"type": "tool-result", "toolCallId": "c2", "toolName": "askUserQuestions", "output": {"type": "json", "value": 3}})
+            ]
         );
     }
 
@@ -421,19 +486,20 @@ mod tests {
     fn answers_are_read_from_the_message() {
         let message = json!({"id": "m", "role": "assistant", "parts": [
             {"type": "tool-write", "toolCallId": "c1", "state": "approval-responded", "input": {"path": "x"}, "approval": {"id": "a1", "approved": true}},
+            {"type": "tool-askUserQuestions", "toolCallId": "c2", "state": "output-available", "input": {}, "output": {"action": "answered"}},
         ]});
         let request = ContinueRequest {
             message: Some(message),
             ..Default::default()
         };
-        let Continuation::Answers { approvals, .. } =
-            collect("s", &pending(), &request, false).unwrap()
-        else {
-            panic!("answers expected");
-        };
+        let got = collect("s", &pending(), &request).unwrap();
         assert_eq!(
-            approvals,
+            got.approvals,
             vec![json!({"type": "tool-approval-response", "approvalId": "a1", "approved": true})]
+        );
+        assert_eq!(
+            got.tool_results[0]["output"],
+            json!({"type": "json", "value": {"action": "answered"}})
         );
     }
 
@@ -444,27 +510,35 @@ mod tests {
             approved: false,
             reason: Some("no".into()),
         });
-        let request = ContinueRequest {
-            approvals: vec![json!({"approvalId": "a1", "approved": true})],
-            ..Default::default()
-        };
-        let Continuation::Answers { approvals, .. } =
-            collect("s", &pending, &request, false).unwrap()
-        else {
-            panic!("answers expected");
-        };
-        assert_eq!(approvals[0]["approved"], false);
+        let request = request(vec![], vec![json!({"toolCallId": "c2", "output": 1})]);
+        let got = collect("s", &pending, &request).unwrap();
+        assert_eq!(got.approvals[0]["approved"], false);
+        assert_eq!(got.approvals[0]["reason"], "no");
+        let overturn = request_with_approval(true);
+        let got = collect("s", &pending, &overturn).unwrap();
+        assert_eq!(got.approvals[0]["approved"], false);
+    }
+
+    fn request_with_approval(approved: bool) -> ContinueRequest {
+        request(
+            vec![json!({"approvalId": "a1", "approved": approved})],
+            vec![],
+        )
     }
 
     #[test]
     fn no_answer_is_a_conflict() {
-        let request = ContinueRequest {
-            approvals: vec![json!({"approvalId": "unknown", "approved": true})],
-            ..Default::default()
-        };
-        match collect("s", &pending(), &request, false) {
-            Err(SessionError::Conflict { message, .. }) => assert_eq!(message, NO_ANSWER),
-            other => panic!("{other:?}"),
+        for request in [
+            request(
+                vec![json!({"approvalId": "unknown", "approved": true})],
+                vec![],
+            ),
+            ContinueRequest::default(),
+        ] {
+            match collect("s", &pending(), &request) {
+                Err(SessionError::Conflict { message, .. }) => assert_eq!(message, NO_ANSWER),
+                other => panic!("{other:?}"),
+            }
         }
     }
 
@@ -472,16 +546,13 @@ mod tests {
     fn answers_in_words_after_a_suspension() {
         let mut pending = pending();
         pending.approvals[0].input = json!({"text": "y".repeat(300)});
-        let request = ContinueRequest {
-            approvals: vec![json!({"approvalId": "a1", "approved": false})],
-            tool_results: vec![
-                json!({"toolCallId": "c2", "output": {"type": "json", "value": {"answers": [{"label": "Blue"}]}}}),
+        let request = request(
+            vec![json!({"approvalId": "a1", "approved": false})],
+            vec![
+                json!({"toolCallId": "c2", "output": {"type": "json", "value": {"action": "answered", "answers": {"question-1": {"optionIds": ["option-2"]}}}}}),
             ],
-            ..Default::default()
-        };
-        let Continuation::Words(words) = collect("s", &pending, &request, true).unwrap() else {
-            panic!("words expected");
-        };
+        );
+        let words = collect("s", &pending, &request).unwrap().words();
         let lines: Vec<&str> = words.lines().collect();
         assert_eq!(lines[0], TOLD_AFTER_SUSPENSION);
         assert!(
@@ -498,20 +569,54 @@ mod tests {
             lines[1].len(),
             "- I deny write ".len() + 200 + 2 + DENIED.len()
         );
-        assert_eq!(lines[2], "- I answer pick {}: Blue");
+        assert_eq!(lines[2], "- I answer \"Which colour?\": Blue");
+        assert_eq!(lines.len(), 3);
+    }
+
+    #[test]
+    fn an_approval_of_an_unknown_call_is_the_tool_call() {
+        let verdict = ApprovalVerdict {
+            approved: true,
+            reason: None,
+        };
+        assert_eq!(
+            approval_line("", &Value::Null, &verdict),
+            "- I approve the tool call"
+        );
+        assert_eq!(
+            approval_line("bash", &json!({"c": 1}), &verdict),
+            "- I approve bash {\"c\":1}"
+        );
     }
 
     #[test]
     fn malformed_answers_name_the_field() {
-        let request = ContinueRequest {
-            approvals: vec![json!({"approvalId": 1})],
-            ..Default::default()
-        };
-        match collect("s", &pending(), &request, false) {
+        let request = request(vec![json!({"approvalId": 1})], vec![]);
+        match collect("s", &pending(), &request) {
             Err(SessionError::Input { path, .. }) => {
                 assert_eq!(path, "toolApprovalContinuations[0].approvalId")
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn answers_become_chunks_for_the_stored_message() {
+        let chunks = answer_chunks(
+            &[json!({"approvalId": "a1", "approved": false, "reason": "no"})],
+            &[
+                json!({"toolCallId": "c2", "output": {"type": "json", "value": 1}}),
+                json!({"toolCallId": "c3", "output": {"type": "error-text", "value": "bad"}}),
+            ],
+        );
+        let values: Vec<Value> = chunks.iter().map(UiChunk::to_value).collect();
+        assert_eq!(
+            values,
+            vec![
+                json!({"type": "tool-approval-response", "approvalId": "a1", "approved": false, "reason": "no"}),
+                json!({"type": "tool-output-available", "toolCallId": "c2", "output": 1}),
+                json!({"type": "tool-output-error", "toolCallId": "c3", "errorText": "bad"}),
+            ]
+        );
     }
 }

@@ -166,8 +166,10 @@ pub fn tool_name(part: &Map<String, Value>) -> Option<String> {
 }
 
 /// What a turn that ended with `message` (the assistant's) waits for: its tool calls waiting for
-/// an approval, and those of tools the application runs, still without an output.
-pub fn pending_input_of(message: &Value) -> PendingInput {
+/// an approval, and those of tools the application runs, still without an output. An approved
+/// call of such a tool waits for its output only when the turn `paused` (`HarnessAgent` pauses
+/// again, silently, after approving a tool that has no `execute`).
+pub fn pending_input_of(message: &Value, paused: bool) -> PendingInput {
     let mut pending = PendingInput::default();
     let Some(parts) = message.get("parts").and_then(Value::as_array) else {
         return pending;
@@ -204,7 +206,7 @@ pub fn pending_input_of(message: &Value) -> PendingInput {
                 });
             }
             // An approved call of a tool the application runs waits for its output.
-            Some("approval-responded") if approved(part) && !provider_executed(part) => {
+            Some("approval-responded") if paused && approved(part) && !provider_executed(part) => {
                 pending.tool_calls.push(PendingToolCall {
                     tool_call_id: call_id.to_owned(),
                     tool_name: name,
@@ -350,7 +352,7 @@ mod tests {
             {"type": "tool-read", "toolCallId": "c3", "state": "output-available", "input": {}, "output": 1},
             {"type": "tool-bash", "toolCallId": "c4", "state": "input-available", "input": {}, "providerExecuted": true},
         ]});
-        let pending = pending_input_of(&message);
+        let pending = pending_input_of(&message, true);
         assert_eq!(pending.approvals.len(), 1);
         assert_eq!(pending.approvals[0].approval_id, "a1");
         assert_eq!(pending.approvals[0].tool_name, "write");

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 
-use super::answers::{self, Continuation};
+use super::answers;
 use super::entry::{lock, now_ms, Entry, TurnSlot};
 use super::messages::{self, pending_input_of};
 use super::{timers, Inner, TURN_TOO_LONG};
@@ -165,28 +165,29 @@ impl Inner {
                             SessionError::internal("a session awaiting input had no reply")
                         })?;
                     let paused = record.messages[index].clone();
-                    let input = match answers::collect(&entry.id, &pending, &request, lost)? {
-                        Continuation::Answers {
-                            approvals,
-                            tool_results,
-                        } => TurnInput::Continue {
-                            approvals,
-                            tool_results,
-                        },
-                        Continuation::Words(words) => TurnInput::Prompt(words),
+                    let collected = answers::collect(&entry.id, &pending, &request)?;
+                    let input = if lost {
+                        TurnInput::Prompt(collected.words())
+                    } else {
+                        TurnInput::Continue {
+                            approvals: collected.approvals.clone(),
+                            tool_results: collected.tool_results.clone(),
+                        }
                     };
                     let message_id = paused
                         .get("id")
                         .and_then(Value::as_str)
                         .unwrap_or_default()
                         .to_owned();
-                    let (continues, accumulator) = if lost {
-                        (None, new_reply(None, message_id.clone())?)
-                    } else {
-                        let accumulator = new_reply(Some(paused.clone()), message_id.clone())?;
-                        (Some(paused), accumulator)
-                    };
-                    let index = if lost { record.messages.len() } else { index };
+                    // The paused message gets its answers, as the client's copy has them; the
+                    // agent continues it, answered (in words when the paused turn was lost).
+                    let mut accumulator = new_reply(Some(paused), message_id.clone())?;
+                    for chunk in
+                        answers::answer_chunks(&collected.approvals, &collected.tool_results)
+                    {
+                        let _ = accumulator.push(&chunk);
+                    }
+                    let continues = Some(accumulator.message().clone());
                     let plan = Plan {
                         turn_id: request.turn_id,
                         message_id,
@@ -243,7 +244,7 @@ impl Inner {
         let mut read = Reading::default();
         let mut input = plan.input;
         let mut drop_start = false;
-        let mut answered = Vec::new();
+        let mut policy = PolicyRounds::default();
         let mut sent = sent_approvals(&input);
         loop {
             let harness = entry.state().harness.clone();
@@ -287,7 +288,7 @@ impl Inner {
             if slot.cut_reason().is_some() {
                 break;
             }
-            match self.policy_answers(entry, &mut answered).await {
+            match self.policy_answers(entry, &mut policy).await {
                 Some(approvals) => {
                     sent = approvals.clone();
                     input = TurnInput::Continue {
@@ -389,18 +390,14 @@ impl Inner {
     /// The answers the `approve` policy gives to the approvals the turn paused on, when it
     /// answers every one of them (the turn then goes on); `None` leaves them to a person, keeping
     /// the policy's answers in `pendingInput.approvals[].decision`.
-    async fn policy_answers(
-        &self,
-        entry: &Entry,
-        answered: &mut Vec<(String, Value)>,
-    ) -> Option<Vec<Value>> {
+    async fn policy_answers(&self, entry: &Entry, policy: &mut PolicyRounds) -> Option<Vec<Value>> {
         if !self.seams.hooks.approves() {
             return None;
         }
         let (pending, summary) = {
             let state = entry.state();
             let (_, reply) = state.reply.as_ref()?;
-            let pending = pending_input_of(reply.message());
+            let pending = pending_input_of(reply.message(), true);
             let summary = state.record.as_ref()?.summary.clone();
             (pending, summary)
         };
@@ -409,15 +406,16 @@ impl Inner {
         }
         let mut responses = Vec::new();
         let mut decided = pending.clone();
+        let previous = std::mem::take(&mut policy.last_round);
         for approval in decided.approvals.iter_mut() {
             let key = (approval.tool_name.clone(), approval.input.clone());
-            let asked_again = answered.last().is_some_and(|last| *last == key);
-            if asked_again || answered.len() >= MOST_POLICY_ANSWERS {
+            if previous.contains(&key) || policy.answered >= MOST_POLICY_ANSWERS {
                 continue;
             }
             match self.seams.hooks.approve(approval, &summary).await {
                 Ok(Some(verdict)) => {
-                    answered.push(key);
+                    policy.answered += 1;
+                    policy.last_round.push(key);
                     responses.push(answers::approval_response(&approval.approval_id, &verdict));
                     approval.decision = Some(verdict);
                 }
@@ -459,7 +457,7 @@ impl Inner {
                 if let Some((index, reply)) = reply {
                     let message = reply.into_message();
                     if !failed && cut.is_none() {
-                        pending = pending_input_of(&message);
+                        pending = pending_input_of(&message, read.paused());
                         if let Some(decisions) = decisions {
                             answers::keep_decisions(&mut pending, &decisions);
                         }
@@ -542,6 +540,33 @@ fn sent_approvals(input: &TurnInput) -> Vec<Value> {
 fn new_reply(message: Option<Value>, id: String) -> Result<MessageAccumulator> {
     MessageAccumulator::try_new(message, Some(id))
         .map_err(|e| SessionError::internal(format!("the reply could not be continued: {e}")))
+}
+
+/// What the `approve` policy answered in a turn: how many approvals (at most
+/// [`MOST_POLICY_ANSWERS`]), and which calls in its last round, so that a call asked again right
+/// after it was answered, with the same tool and input, is left to a person.
+#[derive(Default)]
+struct PolicyRounds {
+    answered: usize,
+    last_round: Vec<(String, Value)>,
+}
+
+impl Reading {
+    /// Whether the agent's stream ended on a pause (`finishReason` `tool-calls` or `other`),
+    /// rather than at the end of its answer.
+    fn paused(&self) -> bool {
+        let reason = self
+            .finish
+            .as_ref()
+            .map(UiChunk::to_value)
+            .and_then(|finish| {
+                finish
+                    .get("finishReason")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+        matches!(reason.as_deref(), Some("tool-calls" | "other"))
+    }
 }
 
 /// What the driver learned of the turn so far.
