@@ -31,7 +31,7 @@ const tests = readdirSync(new URL('../__test__/', import.meta.url))
   .map((name) => `__test__/${name}`);
 run(process.execPath, ['--test', '--test-concurrency=1', ...tests], { env });
 run(nodeBinary(24), ['--test', '--test-concurrency=1', ...tests], { env });
-run('npx', ['tsc', '-p', '__test__/types/tsconfig.json']);
+run(process.execPath, ['scripts/typecheck.mjs']);
 console.log(`\nnpm test: everything passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 
 /** Starts a Docker Engine and builds the test image, when this machine allows it (root). */

@@ -89,3 +89,16 @@ export async function grant(id: string, tool: string): Promise<void> {
   await sessions.delete(id);
   await sessions.shutdown();
 }
+
+// What the types must refuse: each line below is an error, or tsc fails on the directive.
+export async function refused(): Promise<void> {
+  // @ts-expect-error an unknown status
+  const status: SessionSummary['status'] = 'sleeping';
+  void status;
+  // @ts-expect-error metadata of the wrong shape
+  await sessions.create({ id: 'x', metadata: { title: 3 } });
+  // @ts-expect-error send() needs a message
+  await sessions.send('x', {});
+  // @ts-expect-error an option that does not exist
+  createSessionManager({ agent: () => agent, sandboxes, idleTimeout: 5 });
+}
