@@ -53,12 +53,14 @@ function freePort() {
   });
 }
 
-/** `npm run demo` on `port` with `dataDir`; resolves once it printed its URL. */
+/** `npm run demo` (built already) on `port` with `dataDir`; resolves once it printed its URL. */
 function startDemo({ port, dataDir, log }) {
-  const child = spawn(process.execPath, [join(root, 'scripts', 'demo.mjs')], {
+  const child = spawn(process.execPath, [join(root, 'scripts', 'demo.mjs'), '--no-build'], {
     cwd: root,
     env: { ...process.env, PORT: String(port), DEMO_DATA_DIR: dataDir, DEMO_WORD_DELAY_MS: '60', NEXT_TELEMETRY_DISABLED: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group: the demo and its Next.js server can be killed together.
+    detached: true,
   });
   child.stdout.pipe(log, { end: false });
   child.stderr.pipe(log, { end: false });
@@ -67,7 +69,10 @@ function startDemo({ port, dataDir, log }) {
   child.exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   return new Promise((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`the demo did not start in 6 minutes:\n${out}`)), 6 * 60_000);
+    const timer = setTimeout(() => {
+      killGroup(child);
+      reject(new Error(`the demo did not start in a minute:\n${out}`));
+    }, 60_000);
     child.stdout.on('data', (data) => {
       out += data;
       child.output += data;
@@ -83,12 +88,19 @@ function startDemo({ port, dataDir, log }) {
   });
 }
 
+/** Kills the demo and the Next.js server it started. */
+function killGroup(child) {
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {}
+}
+
 /** SIGTERM, as a process manager would; resolves with how it exited and how long it took. */
 async function stopDemo(child) {
   if (child.exitCode !== null || child.signalCode !== null) return { code: child.exitCode, ms: 0 };
   const since = Date.now();
   child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  const timer = setTimeout(() => killGroup(child), 30_000);
   const { code, signal } = await child.exited;
   clearTimeout(timer);
   return { code, signal, ms: Date.now() - since };
@@ -104,6 +116,8 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
   let context;
   let page;
   let shot = 0;
+  /** The first conversation's page. */
+  let firstUrl;
   const timings = {};
   const pageErrors = [];
 
@@ -132,6 +146,14 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
       if (Date.now() - since > timeout) assert.fail(`status ${actual}, expected ${expected}`);
       await page.waitForTimeout(50);
     }
+  }
+
+  /** Opens the conversation `title` from the list, and waits for its page. */
+  async function open(title) {
+    const href = await item(title).getAttribute('href');
+    await item(title).click();
+    await page.waitForURL(`http://localhost:${port}${href}`);
+    await page.locator(`section.chat[data-chat-id="${href.slice('/c/'.length)}"]`).waitFor();
   }
 
   async function newConversation() {
@@ -183,6 +205,7 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     await page.getByRole('heading', { name: 'Conversations that wait for you' }).waitFor();
     await screenshot('home');
     await newConversation();
+    firstUrl = page.url();
     await screenshot('new-conversation');
 
     // Every text the answer goes through, as the page shows it.
@@ -232,7 +255,8 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     const card = page.locator('.tool-card[data-tool="bash"]').last();
     await card.getByRole('button', { name: 'Deny' }).waitFor();
     await card.getByRole('button', { name: 'Deny' }).click();
-    await assistant().getByText('Running `touch denied.txt` was denied', { exact: false }).waitFor();
+    // The code span is set in monospace: `touch denied.txt` loses its backquotes.
+    await assistant().getByText('Running touch denied.txt was denied (Denied in the chat.).').waitFor();
     await settled();
     assert.equal(await card.locator('.tool-state').textContent(), 'Denied');
     await expectStatus(page.locator('.chat-header'), 'idle');
@@ -243,9 +267,8 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     await settled();
   });
 
-  it('answers in a second conversation while the first works', async () => {
-    const first = page.url();
-    await send('/sleep 5000');
+  it('answers in a second conversation while the first works, and waits in a third', async () => {
+    await send('/sleep 8000');
     await expectStatus(item('hello agent'), 'busy');
     await newConversation();
     await send('hi from the second conversation');
@@ -255,15 +278,24 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     await expectStatus(item('hello agent'), 'busy');
     await expectStatus(item('hi from the second'), 'idle');
     await screenshot('two-at-once');
+
+    await newConversation();
+    await send('run echo kept across restarts');
+    await page.getByRole('button', { name: 'Approve' }).waitFor();
+    await expectStatus(item('run echo kept'), 'awaiting-input');
+    await expectStatus(item('hello agent'), 'busy');
+    await page.locator('.count-attention').getByText('1 need you').waitFor();
+    await screenshot('three-conversations');
+
     await expectStatus(item('hello agent'), 'idle', 20_000);
-    await item('hello agent').click();
-    await page.waitForURL(first);
-    await assistant().getByText('slept', { exact: false }).waitFor();
+    await open('hello agent');
+    assert.equal(page.url(), firstUrl);
+    await assistant().getByText('I slept for 8000 ms.').waitFor();
     await screenshot('first-finished');
   });
 
   it('suspends a conversation and brings it back with a message', async () => {
-    await item('hi from the second').click();
+    await open('hi from the second');
     await page.getByRole('button', { name: 'Suspend now' }).click();
     await expectStatus(page.locator('.chat-header'), 'suspended');
     await expectStatus(item('hi from the second'), 'suspended');
@@ -277,7 +309,6 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
   });
 
   it('finds the conversations again after a restart of the server', async () => {
-    const first = page.url();
     const stopped = await stopDemo(server);
     timings.shutdown = `${(stopped.ms / 1000).toFixed(1)} s`;
     assert.equal(stopped.code, 0, `the server exited with ${stopped.code ?? stopped.signal}:\n${server.output}`);
@@ -287,11 +318,12 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     server = await startDemo({ port, dataDir: data, log });
     timings.restart = seconds(since);
     await page.goto(`http://localhost:${port}/`);
-    // shutdown() suspended both: the next message resumes each.
+    // shutdown() suspended all three: the next message, or the answer, resumes each.
     await expectStatus(item('hello agent'), 'suspended');
     await expectStatus(item('hi from the second'), 'suspended');
-    await item('hello agent').click();
-    await page.waitForURL(first);
+    await expectStatus(item('run echo kept'), 'suspended');
+    await open('hello agent');
+    assert.equal(page.url(), firstUrl);
     await assistant().getByText('slept', { exact: false }).waitFor();
     assert.equal(await page.locator('.message-user').count(), 6);
     await screenshot('after-restart');
@@ -301,20 +333,46 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     await settled();
     await expectStatus(item('hello agent'), 'idle');
     await screenshot('resumed-after-restart');
+
+    // The approval asked before the restart is still there; answering it resumes the session.
+    await open('run echo kept');
+    const card = page.locator('.tool-card[data-tool="bash"]').last();
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await assistant().getByText('exited with 0: kept across restarts', { exact: false }).waitFor();
+    await settled();
+    await expectStatus(item('run echo kept'), 'idle');
+    await screenshot('approved-after-restart');
   });
 
   it('deletes a conversation', async () => {
-    await item('hi from the second').click();
+    await open('hi from the second');
     await page.getByRole('button', { name: 'Delete' }).click();
     await page.getByRole('button', { name: 'Delete for good?' }).click();
     await page.waitForURL(`http://localhost:${port}/`);
     await item('hi from the second').waitFor({ state: 'detached' });
-    assert.equal(await page.locator('.session-link').count(), 1);
+    assert.equal(await page.locator('.session-link').count(), 2);
     const response = await fetch(`http://127.0.0.1:${port}/api/sessions`);
-    const left = await response.json();
-    assert.equal(left.length, 1);
-    assert.match(left[0].metadata.title, /^hello agent, please tell me/);
+    const left = (await response.json()).map((session) => session.metadata.title).sort();
+    assert.equal(left.length, 2);
+    assert.match(left[0], /^hello agent, please tell me/);
+    assert.equal(left[1], 'run echo kept across restarts');
     await screenshot('deleted');
+  });
+
+  it('marks a conversation interrupted when the server crashed during its turn', async () => {
+    await open('hello agent');
+    await send('/sleep 30000');
+    await expectStatus(item('hello agent'), 'busy');
+    killGroup(server);
+    await server.exited;
+    server = await startDemo({ port, dataDir: data, log });
+    await page.goto(firstUrl);
+    await expectStatus(item('hello agent'), 'interrupted');
+    await expectStatus(page.locator('.chat-header'), 'interrupted');
+    await page.getByText('it can be read, not continued', { exact: false }).waitFor();
+    assert.equal(await composer().isEnabled(), true);
+    assert.equal(await page.getByRole('button', { name: 'Send' }).isDisabled(), true);
+    await screenshot('interrupted');
     assert.deepEqual(pageErrors, []);
   });
 });

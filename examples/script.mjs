@@ -12,18 +12,12 @@
 //    the next message, remembering what it was told and finding its files;
 // 4. the conversations are printed as `get()` keeps them, and `shutdown()` lets the process exit.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { HarnessAgent } from '@ai-sdk/harness/agent';
-import * as harnessSessions from 'harness-sessions';
+import { createMemorySessionStore, createSessionManager, localSandbox, sharedSandbox } from 'harness-sessions';
 import { createScriptedHarness } from 'harness-sessions/testing';
-
-const { createSessionManager, createMemorySessionStore } = harnessSessions;
-
-// `localSandbox` lives in js/sandbox.js; take it from the package's exports once they list it.
-const localSandbox = harnessSessions.localSandbox ?? createRequire(import.meta.url)('../js/sandbox.js').localSandbox;
 
 const root = mkdtempSync(join(tmpdir(), 'harness-sessions-script-'));
 
@@ -37,43 +31,10 @@ const agent = new HarnessAgent({
 });
 
 /**
- * One sandbox for every session, each in a folder of its own with a port of its own: what
- * `sharedSandbox({ open, ports })` does, written out while the package does not export it.
+ * One sandbox for every session — here a folder of this host, without isolation — each session in
+ * a folder of its own (`sessions/<id>`) with a port of its own: two live at once.
  */
-function sessionsInOneSandbox({ open, ports }) {
-  let opening;
-  const free = [...ports];
-  return {
-    capacity: ports.length,
-    async acquire(sessionId) {
-      opening ??= open();
-      const sandbox = await opening;
-      const port = free.shift();
-      if (port === undefined) throw new Error('every port is taken');
-      const view = await sandbox.fork({ ports: [port], workingDirectory: `sessions/${sessionId}` });
-      const release = () => free.includes(port) || free.push(port);
-      return {
-        sandboxSession: view,
-        suspend: async () => {
-          await view.stop();
-          release();
-        },
-        close: async () => {
-          await view.destroy();
-          release();
-        },
-      };
-    },
-    async shutdown() {
-      if (opening !== undefined) await (await opening).stop();
-    },
-  };
-}
-
-const sandboxes =
-  typeof harnessSessions.sharedSandbox === 'function'
-    ? harnessSessions.sharedSandbox({ open: localSandbox({ root }), ports: [4301, 4302] })
-    : sessionsInOneSandbox({ open: localSandbox({ root }), ports: [4301, 4302] });
+const sandboxes = sharedSandbox({ open: localSandbox({ root }), ports: [4301, 4302] });
 
 // ─── The policy ────────────────────────────────────────────────────────────────────────────────
 

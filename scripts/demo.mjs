@@ -10,7 +10,9 @@
 //
 // Environment: PORT; DEMO_DATA_DIR (default examples/next-chat/data: the SQLite file and the
 // sandbox's folders); DEMO_SANDBOX=docker (with DEMO_DOCKER_IMAGE, DOCKER_HOST); ANTHROPIC_API_KEY
-// for Claude Code instead of the scripted agent. `--build-only` stops after step 4.
+// for Claude Code instead of the scripted agent; DEMO_KEEP_ADDON=1 uses the addon as it is when
+// there is one (to work on the example while the Rust sources change). `--build-only` stops after
+// step 4; `--no-build` skips steps 1 to 4 (the tests build once, then start the server twice).
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,6 +22,7 @@ import { ensureDependencies, root, run } from './lib.mjs';
 const example = join(root, 'examples', 'next-chat');
 const addon = join(root, 'harness-sessions.linux-x64-gnu.node');
 const buildOnly = process.argv.includes('--build-only');
+const noBuild = process.argv.includes('--no-build');
 const port = Number(process.env.PORT ?? 3000);
 const started = Date.now();
 
@@ -37,42 +40,52 @@ function newest(path, skip = new Set()) {
 
 const mtime = (path) => (existsSync(path) ? statSync(path).mtimeMs : 0);
 
-// 1. The package's dependencies: the `@ai-sdk/harness` and `ai` its `testing` entry point imports.
-ensureDependencies();
-
-// 2. The addon.
-const sources = Math.max(newest(join(root, 'src')), mtime(join(root, 'Cargo.toml')), mtime(join(root, 'Cargo.lock')), mtime(join(root, 'build.rs')));
-if (!existsSync(addon) || mtime(addon) < sources) {
-  run('npx', ['napi', 'build', '--platform', '--release', '--js', 'binding.js', '--dts', 'binding.d.ts']);
-}
-
-// 3. The example's dependencies.
-const lock = join(example, 'package-lock.json');
-const installed = join(example, 'node_modules', '.package-lock.json');
-if (mtime(installed) < mtime(lock)) {
-  run('npm', ['ci', '--no-audit', '--no-fund'], { cwd: example });
-}
-
-// 4. The example: rebuilt when its sources, its dependencies or the package changed.
 const buildId = join(example, '.next', 'BUILD_ID');
-const exampleSources = Math.max(
-  newest(example, new Set(['node_modules', '.next', 'data'])),
-  mtime(installed),
-  mtime(addon),
-  newest(join(root, 'js')),
-  newest(join(root, 'testing')),
-  mtime(join(root, 'index.js')),
-  mtime(join(root, 'binding.js')),
-);
-if (mtime(buildId) < exampleSources) {
-  run(process.execPath, [join(example, 'node_modules', 'next', 'dist', 'bin', 'next'), 'build'], { cwd: example });
+const nextBin = join(example, 'node_modules', 'next', 'dist', 'bin', 'next');
+
+if (noBuild) {
+  if (!existsSync(addon) || !existsSync(buildId)) {
+    console.error('npm run demo --no-build: build first (npm run demo -- --build-only)');
+    process.exit(1);
+  }
+} else {
+  // 1. The package's dependencies: the `@ai-sdk/harness` and `ai` its `testing` entry point imports.
+  ensureDependencies();
+
+  // 2. The addon.
+  const sources = Math.max(newest(join(root, 'src')), mtime(join(root, 'Cargo.toml')), mtime(join(root, 'Cargo.lock')), mtime(join(root, 'build.rs')));
+  const keep = process.env.DEMO_KEEP_ADDON === '1' && existsSync(addon);
+  if (!keep && (!existsSync(addon) || mtime(addon) < sources)) {
+    run('npx', ['napi', 'build', '--platform', '--release', '--js', 'binding.js', '--dts', 'binding.d.ts']);
+  }
+
+  // 3. The example's dependencies.
+  const lock = join(example, 'package-lock.json');
+  const installed = join(example, 'node_modules', '.package-lock.json');
+  if (mtime(installed) < mtime(lock)) {
+    run('npm', ['ci', '--no-audit', '--no-fund'], { cwd: example });
+  }
+
+  // 4. The example: rebuilt when its sources, its dependencies or the package changed.
+  const exampleSources = Math.max(
+    newest(example, new Set(['node_modules', '.next', 'data'])),
+    mtime(installed),
+    mtime(addon),
+    newest(join(root, 'js')),
+    newest(join(root, 'testing')),
+    mtime(join(root, 'index.js')),
+    mtime(join(root, 'binding.js')),
+  );
+  if (mtime(buildId) < exampleSources) {
+    run(process.execPath, [nextBin, 'build'], { cwd: example });
+  }
+  console.log(`\nnpm run demo: ready to start in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  if (buildOnly) process.exit(0);
 }
-console.log(`\nnpm run demo: ready to start in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-if (buildOnly) process.exit(0);
 
 // 5. The server. Next.js leaves SIGTERM and SIGINT to the example (NEXT_MANUAL_SIG_HANDLE), which
 // suspends the sessions before it exits.
-const server = spawn(process.execPath, [join(example, 'node_modules', 'next', 'dist', 'bin', 'next'), 'start', '--port', String(port)], {
+const server = spawn(process.execPath, [nextBin, 'start', '--port', String(port)], {
   cwd: example,
   stdio: ['ignore', 'inherit', 'inherit'],
   env: { ...process.env, NEXT_MANUAL_SIG_HANDLE: 'true', NEXT_TELEMETRY_DISABLED: '1' },

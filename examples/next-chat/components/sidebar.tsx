@@ -78,7 +78,7 @@ export function Sidebar({ info }: { info: ServerInfo }) {
         <span className="sep">·</span>
         <span>{info.sandbox === 'docker' ? 'Docker sandbox' : 'Local sandbox'}</span>
         <span className="sep">·</span>
-        <span>{info.store === 'sqlite' ? 'SQLite' : 'In memory'}</span>
+        <span>SQLite</span>
       </footer>
     </aside>
   );

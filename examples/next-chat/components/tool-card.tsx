@@ -15,10 +15,13 @@ const TITLES: Record<string, string> = {
   bash: 'Run a command',
   list: 'List files',
   askUserQuestions: 'Ask you',
-  Write: 'Write a file',
-  Edit: 'Edit a file',
-  Read: 'Read a file',
-  Bash: 'Run a command',
+  // Claude Code's.
+  edit: 'Edit a file',
+  glob: 'Find files',
+  grep: 'Search files',
+  webSearch: 'Search the web',
+  WebFetch: 'Fetch a page',
+  TodoWrite: 'Plan',
 };
 
 type Input = Record<string, unknown> | undefined;
@@ -27,6 +30,7 @@ type Input = Record<string, unknown> | undefined;
 function summary(name: string, input: Input): string | undefined {
   if (input === undefined || input === null || typeof input !== 'object') return undefined;
   if (typeof input.command === 'string') return `$ ${input.command}`;
+  if (name === 'list' && (input.path === '.' || input.path === undefined)) return 'the working directory';
   for (const key of ['file_path', 'path', 'pattern']) {
     if (typeof input[key] === 'string') return input[key] as string;
   }

@@ -28,13 +28,8 @@ const nodeRequire = appRequire();
 
 export const harnessSessions = nodeRequire('harness-sessions') as typeof Package;
 
-export const { createSessionManager, createMemorySessionStore, SessionError } = harnessSessions;
-
-/** A file of the package that its `exports` do not list, by its path in the package. */
-export function packageFile<T>(file: string): T {
-  const root = path.dirname(nodeRequire.resolve('harness-sessions/package.json'));
-  return nodeRequire(path.join(root, file)) as T;
-}
+export const { createSessionManager, createSqliteSessionStore, sharedSandbox, localSandbox, dockerSandbox, SessionError } =
+  harnessSessions;
 
 /** `harness-sessions/testing` (ECMAScript modules): the scripted harness. */
 export function loadTesting(): Promise<Testing> {

@@ -5,11 +5,10 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 
-import type { SessionAgent, SessionManager } from 'harness-sessions';
+import type { NativeSandboxProvider, SessionAgent, SessionManager } from 'harness-sessions';
 
 import { agentKind, getAgent } from './agent';
-import { createSessionManager } from './harness-sessions';
-import { dockerSandbox, localSandbox, sharedSandbox, sqliteStore, type OpenSandbox } from './package-gaps';
+import { createSessionManager, createSqliteSessionStore, dockerSandbox, localSandbox, sharedSandbox } from './harness-sessions';
 import type { Metadata, ServerInfo } from './types';
 
 export type { Metadata };
@@ -26,8 +25,13 @@ export function dataDir(): string {
  */
 const PORTS = [4101, 4102, 4103, 4104];
 
-/** The sandbox the sessions share: folders on this host, or a Docker container (`DEMO_SANDBOX=docker`). */
-function openSandbox(): OpenSandbox {
+/**
+ * The sandbox the sessions share: folders on this host (`localSandbox`, no isolation: for
+ * development), or a Docker container (`DEMO_SANDBOX=docker`). Each is also the function that
+ * opens it, the `open` of `sharedSandbox()`, which then forks it natively: a working directory
+ * (`sessions/<id>`) and a port of `PORTS` per live session.
+ */
+function openSandbox(): NativeSandboxProvider {
   if (process.env.DEMO_SANDBOX === 'docker') {
     return dockerSandbox({
       image: process.env.DEMO_DOCKER_IMAGE ?? 'harness-sessions-demo',
@@ -46,17 +50,15 @@ interface Server {
 function startServer(): Server {
   const dir = dataDir();
   mkdirSync(dir, { recursive: true });
-  const { store, kind } = sqliteStore<Metadata>(path.join(dir, 'sessions.db'));
-  if (kind === 'memory') {
-    console.warn('[next-chat] createSqliteSessionStore is not exported yet: conversations are kept in memory only.');
-  }
-  const open = openSandbox();
   const sessions = createSessionManager<Metadata>({
     // The cast: linked from the repository, the package's types see its own copy of
     // @ai-sdk/harness, not this app's (one copy once it is installed from the registry).
     agent: async () => (await getAgent()) as unknown as SessionAgent,
-    sandboxes: sharedSandbox({ open: () => open(), ports: PORTS }),
-    store,
+    sandboxes: sharedSandbox({ open: openSandbox(), ports: PORTS }),
+    // Conversations and, while a session is suspended, the state it resumes from: kept across
+    // restarts. Resume states hold secrets (a harness bridge's token): set
+    // HARNESS_SESSIONS_ENCRYPTION_KEY to encrypt them at rest.
+    store: createSqliteSessionStore<Metadata>({ path: path.join(dir, 'sessions.db') }),
     // Nobody writes for ten minutes: the session is suspended, and resumed by its next message.
     idleTimeoutMs: 10 * 60_000,
     onError: (error, context) => console.error('[next-chat]', context, error),
@@ -64,7 +66,6 @@ function startServer(): Server {
   const info: ServerInfo = {
     agent: agentKind(),
     sandbox: process.env.DEMO_SANDBOX === 'docker' ? 'docker' : 'local',
-    store: kind,
   };
   return { sessions, info };
 }

@@ -15,5 +15,4 @@ export type FeedEvent = { type: 'snapshot'; sessions: Summary[] } | SessionEvent
 export interface ServerInfo {
   agent: 'scripted' | 'claude-code';
   sandbox: 'local' | 'docker';
-  store: 'sqlite' | 'memory';
 }
