@@ -532,3 +532,6 @@ impl Inner {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;
