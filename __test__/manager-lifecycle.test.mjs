@@ -677,6 +677,7 @@ describe('a crash', () => {
     await crashed.sessions.send('busy', { message: 'hi' });
     crashed.agent.script.createSession.push({ gate: new Promise(() => {}) });
     await crashed.sessions.create({ id: 'preparing', metadata: {} });
+    await until(() => crashed.agent.calls.some((c) => c.method === 'createSession' && c.sessionId === 'preparing'));
     await crashed.sessions.create({ id: 'suspended', metadata: {} });
     await untilStatus(crashed.sessions, 'suspended', 'idle');
     await crashed.sessions.suspend('suspended');
