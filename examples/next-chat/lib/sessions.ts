@@ -34,9 +34,11 @@ const PORTS = [4101, 4102, 4103, 4104];
 function openSandbox(): NativeSandboxProvider {
   if (process.env.DEMO_SANDBOX === 'docker') {
     return dockerSandbox({
-      image: process.env.DEMO_DOCKER_IMAGE ?? 'harness-sessions-demo',
+      image: process.env.DEMO_DOCKER_IMAGE ?? 'harness-sessions-test:busybox',
       host: process.env.DOCKER_HOST,
+      // Host networking, each live session's bridge on its own port of PORTS.
       ports: PORTS,
+      namePrefix: 'next-chat-',
     });
   }
   return localSandbox({ root: path.join(dataDir(), 'sandbox') });
