@@ -1,0 +1,129 @@
+// Figure 3, list() with 10,000 sessions: `sessions.list()` of a manager over the memory store and
+// over the SQLite store (target p95 under 20 ms each), and `store.list()` of the same stores called
+// directly; against a plain-JavaScript memory store, a `Map` of records whose `list()` maps the
+// records to summaries and sorts them by `updatedAt`, as the TypeScript reference does (the
+// reference's own store was measured at ~68 ms; not measured here), and the same with a
+// `structuredClone` of each summary, closer to what a store that hands out copies does.
+// The stores are filled directly through the store API (`store.save()`), with sessions at rest
+// (suspended, closed, interrupted, failed: nothing for the manager's start to mark), each with a
+// two-message conversation.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { interleave, now, summarize } from './stats.mjs';
+import { chunkAgent, loadPackage, nullSandboxes, RESTING_STATUSES, saveAll, shortTurn, storedRecord } from './support.mjs';
+import { timeRow } from './report.mjs';
+
+export const title = 'list() with 10,000 sessions';
+
+/** The plain-JavaScript memory store of the baseline. */
+export function mapStore({ clone = false } = {}) {
+  const records = new Map();
+  return {
+    async save(record) {
+      records.set(record.id, structuredClone(record));
+    },
+    async get(id) {
+      const record = records.get(id);
+      return record && structuredClone(record);
+    },
+    async list() {
+      return [...records.values()]
+        .map(({ messages, ...summary }) => (clone ? structuredClone(summary) : summary))
+        .sort((a, b) => b.updatedAt - a.updatedAt);
+    },
+    async getResumeState() {
+      return undefined;
+    },
+    async delete(id) {
+      records.delete(id);
+    },
+  };
+}
+
+export async function run({ quick, log }) {
+  const { createSessionManager, createMemorySessionStore, createSqliteSessionStore } = loadPackage();
+  const count = 10_000;
+  const records = Array.from({ length: count }, (_, i) => storedRecord(i, RESTING_STATUSES[i % RESTING_STATUSES.length]));
+  const dir = mkdtempSync(join(tmpdir(), 'harness-sessions-bench-list-'));
+  try {
+    const memory = createMemorySessionStore();
+    const sqlite = createSqliteSessionStore({ path: join(dir, 'sessions.db') });
+    const map = mapStore();
+    const mapClone = mapStore({ clone: true });
+    for (const [name, store] of Object.entries({ memory, sqlite, map, mapClone })) {
+      const started = now();
+      await saveAll(store, records, { resumeState: (record) => (record.status === 'suspended' ? { type: 'resume-session', harnessId: 'bench', specificationVersion: 'harness-v1', data: { id: record.id } } : undefined) });
+      log(`  filled the ${name} store with ${count} sessions through store.save() in ${(now() - started).toFixed(0)} ms`);
+    }
+    const agent = chunkAgent(shortTurn);
+    const manager = (store) => createSessionManager({ agent: () => agent, sandboxes: nullSandboxes(), store, onError: () => {} });
+    const managers = { memory: manager(memory), sqlite: manager(sqlite) };
+    // The first list() of a manager waits for its start (the sessions a crash left live): not timed here.
+    for (const sessions of Object.values(managers)) await sessions.list();
+
+    // Where the time goes: the native list() alone (summaries cloned, sorted and written as one
+    // JSON text, handed to JavaScript as a string), then JSON.parse of that text.
+    const NATIVE_STORE = Symbol.for('harness-sessions.native-store');
+    const nativeOf = (store) => store[NATIVE_STORE];
+    const parseTimes = { memory: [], sqlite: [] };
+    const nativeList = (store, name) => async () => {
+      const started = now();
+      const text = await nativeOf(store).list();
+      const ms = now() - started;
+      const parsing = now();
+      JSON.parse(text);
+      parseTimes[name].push(now() - parsing);
+      jsonBytes = text.length;
+      return ms;
+    };
+    let jsonBytes;
+    const lengths = new Set();
+    const timed = (f) => async () => {
+      const started = now();
+      const list = await f();
+      const ms = now() - started;
+      lengths.add(list.length);
+      return ms;
+    };
+    const reps = quick ? 15 : 60;
+    log(`  ${reps} rounds of 8 variants, interleaved`);
+    const samples = await interleave(
+      {
+        managerMemory: timed(() => managers.memory.list()),
+        managerSqlite: timed(() => managers.sqlite.list()),
+        storeMemory: timed(() => memory.list()),
+        storeSqlite: timed(() => sqlite.list()),
+        map: timed(() => map.list()),
+        mapClone: timed(() => mapClone.list()),
+        ...(nativeOf(memory) && nativeOf(sqlite) ? { nativeMemory: nativeList(memory, 'memory'), nativeSqlite: nativeList(sqlite, 'sqlite') } : {}),
+      },
+      { reps, warmup: 3 },
+    );
+    const first = await managers.sqlite.list();
+    const sorted = first.every((s, i) => i === 0 || first[i - 1].updatedAt >= s.updatedAt);
+    const target = { text: 'p95 < 20 ms', check: (_, ours) => ours.p95 < 20, needsRatio: false };
+    const baselineLabel = 'JS Map store: map + sort by updatedAt';
+    return {
+      rows: [
+        timeRow({ id: 'list.managerMemory', label: 'sessions.list(), memory store', baselineLabel, ours: samples.managerMemory, baseline: samples.map, target, chart: 'list(), memory store' }),
+        timeRow({ id: 'list.managerSqlite', label: 'sessions.list(), SQLite store', baselineLabel, ours: samples.managerSqlite, baseline: samples.map, target, chart: 'list(), SQLite store' }),
+        timeRow({ id: 'list.storeMemory', label: 'memory store.list() called directly', baselineLabel, ours: samples.storeMemory, baseline: samples.map }),
+        timeRow({ id: 'list.storeSqlite', label: 'SQLite store.list() called directly', baselineLabel, ours: samples.storeSqlite, baseline: samples.map }),
+        timeRow({ id: 'list.managerMemoryVsClone', label: 'sessions.list(), memory store', baselineLabel: 'JS Map store with structuredClone of each summary', ours: samples.managerMemory, baseline: samples.mapClone, chart: 'list() vs JS store that clones' }),
+      ],
+      notes: [
+        ...(samples.nativeMemory
+          ? [
+              `Where the time of list() goes (medians): the native list() to its JSON text ${summarize(samples.nativeMemory).median.toFixed(1)} ms (memory) / ${summarize(samples.nativeSqlite).median.toFixed(1)} ms (SQLite), then JSON.parse of ${(jsonBytes / 2 ** 20).toFixed(1)} MiB ${summarize(parseTimes.memory).median.toFixed(1)} ms / ${summarize(parseTimes.sqlite).median.toFixed(1)} ms.`,
+            ]
+          : []),
+        `Stores filled through store.save() (${count} sessions at rest: suspended, closed, interrupted, failed; two messages each). The reference's own memory store was measured at ~68 ms (not measured here).`,
+      ],
+      checks: { lengths: [...lengths], newestFirst: sorted, summary: Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, summarize(v)])) },
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
