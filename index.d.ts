@@ -3,7 +3,7 @@
  * `ai-sdk-harness-sessions` 0.2.0: the same options, methods, statuses, events and errors.
  */
 import type { HarnessV1NetworkSandboxSession, HarnessV1SandboxProvider } from '@ai-sdk/harness';
-import type { HarnessAgentResumeSessionState, HarnessAgentSession } from '@ai-sdk/harness/agent';
+import type { HarnessAgentResumeSessionState } from '@ai-sdk/harness/agent';
 import type {
   StreamTextResult,
   ToolApprovalResponse,
@@ -22,23 +22,35 @@ type AnyStreamTextResult = StreamTextResult<ToolSet, any, any>;
 export type SessionStreamResult = Pick<AnyStreamTextResult, 'totalUsage' | 'toUIMessageStream'>;
 
 /**
- * What the manager needs of an agent: a `HarnessAgent` is one, whatever its harness, tools and
- * settings.
+ * What the manager needs of a harness session: a `HarnessAgentSession` is one, from any copy of
+ * `@ai-sdk/harness` (the type is structural, so that two installed copies of it still agree).
  */
-export interface SessionAgent {
+export interface SessionAgentSession {
+  readonly sessionId: string;
+  stop(): Promise<HarnessAgentResumeSessionState>;
+  destroy(): Promise<void>;
+}
+
+/**
+ * What the manager needs of an agent: a `HarnessAgent` is one, whatever its harness, tools and
+ * settings, and from whichever copy of `@ai-sdk/harness` (its sessions are the agent's own type,
+ * `SESSION`, which the manager only hands back to it).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export interface SessionAgent<SESSION extends SessionAgentSession = any> {
   createSession(options: {
     sessionId: string;
     sandboxSession: HarnessV1NetworkSandboxSession;
     resumeFrom?: HarnessAgentResumeSessionState;
     abortSignal?: AbortSignal;
-  }): Promise<HarnessAgentSession>;
+  }): Promise<SESSION>;
   stream(options: {
-    session: HarnessAgentSession;
+    session: SESSION;
     prompt: string;
     abortSignal?: AbortSignal;
   }): PromiseLike<SessionStreamResult>;
   continueStream(options: {
-    session: HarnessAgentSession;
+    session: SESSION;
     toolApprovalContinuations?: readonly ToolApprovalResponse[];
     toolResultContinuations?: readonly ToolResultPart[];
     abortSignal?: AbortSignal;
@@ -375,6 +387,7 @@ export declare function getHarnessErrorMessage(error: unknown): string;
 
 /** Every error of the package. `isInstance()` recognizes one from any copy of the package. */
 export declare class SessionError extends Error {
+  constructor(message: string, options?: { cause?: unknown });
   /** A stable string: what went wrong, for programs. */
   readonly code: string;
   /** The HTTP status an API answers with. */
@@ -384,6 +397,8 @@ export declare class SessionError extends Error {
 
 /** No session has this id (404). */
 export declare class SessionNotFoundError extends SessionError {
+  /** `message` defaults to `No session <sessionId>.` */
+  constructor(options: { sessionId: string; message?: string });
   readonly code: 'SESSION_NOT_FOUND';
   readonly statusCode: 404;
   readonly sessionId: string;
@@ -392,6 +407,8 @@ export declare class SessionNotFoundError extends SessionError {
 
 /** The session cannot do it in its status (409). */
 export declare class SessionConflictError extends SessionError {
+  /** `message` defaults to `The session is <status>.` */
+  constructor(options: { sessionId: string; status: SessionStatus; message?: string });
   readonly code: 'SESSION_CONFLICT';
   readonly statusCode: 409;
   readonly sessionId: string;
@@ -401,6 +418,7 @@ export declare class SessionConflictError extends SessionError {
 
 /** Every sandbox slot is taken by a session that is not idle (503). */
 export declare class SessionCapacityError extends SessionError {
+  constructor(options: { capacity: number; message?: string });
   readonly code: 'SESSION_CAPACITY';
   readonly statusCode: 503;
   readonly capacity: number;
@@ -409,6 +427,7 @@ export declare class SessionCapacityError extends SessionError {
 
 /** An argument of the wrong shape (400). */
 export declare class SessionInputError extends SessionError {
+  constructor(options: { path: string; message?: string });
   readonly code: 'SESSION_INPUT';
   readonly statusCode: 400;
   /** The argument, field or path at fault: `message.parts[2].type`. */

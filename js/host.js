@@ -61,7 +61,7 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessag
 
   const errorOf = (details) => {
     if (details.origin !== undefined) {
-      const original = keeper.take(details.origin);
+      const original = keeper.peek(details.origin);
       if (original !== undefined) return original;
     }
     return fromNative(Object.assign(new Error(JSON.stringify({ code: details.code, message: details.message }))));

@@ -90,6 +90,14 @@ export async function grant(id: string, tool: string): Promise<void> {
   await sessions.shutdown();
 }
 
+export const thrown = [
+  new SessionNotFoundError({ sessionId: 'a' }),
+  new SessionConflictError({ sessionId: 'a', status: 'busy' }),
+  new SessionCapacityError({ capacity: 2 }),
+  new SessionInputError({ path: 'message', message: 'message must be a string' }),
+  new SessionError('x', { cause: new Error('y') }),
+];
+
 // What the types must refuse: each line below is an error, or tsc fails on the directive.
 export async function refused(): Promise<void> {
   // @ts-expect-error an unknown status

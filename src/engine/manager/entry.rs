@@ -51,6 +51,8 @@ pub(crate) struct State {
     pub(crate) generation: u64,
     /// The answers the `approve` policy gave in the turn under way, when it left some to a person.
     pub(crate) policy_decisions: Option<crate::engine::session::PendingInput>,
+    /// Why the last start of the session failed, for the message that waited for it.
+    pub(crate) start_failure: Option<SessionError>,
     /// Whether the turn the session waits in was lost with a suspension: its answers are then
     /// told to the agent in words.
     pub(crate) paused_turn_lost: bool,
@@ -126,6 +128,7 @@ impl Entry {
                 last_active: Instant::now(),
                 generation: 0,
                 policy_decisions: None,
+                start_failure: None,
                 paused_turn_lost: false,
             }),
             changed: watch::channel(0).0,

@@ -191,6 +191,10 @@ impl Inner {
                 StartFailure::Cut(reason) => reason.clone(),
             };
             let _ = state.set_error(Some(words));
+            state.start_failure = match &failure {
+                StartFailure::Failed(error) => Some(error.clone()),
+                StartFailure::Cut(_) => None,
+            };
         }
         self.release_slot(&entry.id);
         if let StartFailure::Failed(error) = &failure {

@@ -112,7 +112,16 @@ impl Inner {
                     drop(guard);
                     self.wait_while(entry, SessionStatus::Preparing).await;
                 }
-                Decision::Resume | Decision::StartAgain if brought_back => return Err(refuse()),
+                // The start this message waited for failed: the message gets its error.
+                Decision::Resume | Decision::StartAgain if brought_back => {
+                    let failure = entry.state().start_failure.take();
+                    return Err(failure.unwrap_or_else(refuse));
+                }
+                Decision::Resume | Decision::StartAgain
+                    if self.shut_down.load(std::sync::atomic::Ordering::SeqCst) =>
+                {
+                    return Err(SessionError::ShutDown)
+                }
                 Decision::Resume | Decision::StartAgain => {
                     let resuming = status == SessionStatus::Suspended;
                     self.bring_back(entry, resuming).await?;
