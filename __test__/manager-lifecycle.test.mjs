@@ -672,9 +672,10 @@ describe('shutdown()', () => {
 });
 
 describe('a crash', () => {
-  test('sessions a crashed process left live become interrupted at the next start', async () => {
+  test('sessions a crashed process left live become interrupted at the next start', async (t) => {
     const store = createMemorySessionStore();
     const crashed = testManager({ store, fakeAgent: createFakeAgent({ turns: [{ hold: new Promise(() => {}), text: 'half' }] }), });
+    t.after(() => crashed.sessions.shutdown());
     await crashed.sessions.create({ id: 'busy', metadata: {} });
     await crashed.sessions.create({ id: 'idle', metadata: {} });
     await untilStatus(crashed.sessions, 'idle', 'idle');
@@ -699,7 +700,6 @@ describe('a crash', () => {
       'The session is interrupted: The application stopped without suspending the session.');
     assert.equal((await next.sessions.get('busy')).messages[0].parts[0].text, 'hi', 'its conversation can still be read');
     await next.sessions.shutdown();
-    await crashed.sessions.shutdown();
   });
 });
 

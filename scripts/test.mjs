@@ -29,8 +29,8 @@ const tests = readdirSync(new URL('../__test__/', import.meta.url))
   .filter((name) => only.length === 0 || only.some((o) => name.includes(o)))
   .sort()
   .map((name) => `__test__/${name}`);
-run(process.execPath, ['--test', '--test-concurrency=1', ...tests], { env });
-run(nodeBinary(24), ['--test', '--test-concurrency=1', ...tests], { env });
+run(process.execPath, ['--test', '--test-concurrency=1', '--test-timeout=300000', ...tests], { env });
+run(nodeBinary(24), ['--test', '--test-concurrency=1', '--test-timeout=300000', ...tests], { env });
 run(process.execPath, ['scripts/typecheck.mjs']);
 console.log(`\nnpm test: everything passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 

@@ -1,5 +1,6 @@
 // What the manager's tests share: a manager on a fake agent, sandboxes that count what they do,
 // a reader of turns with the real `ai` reader, and waiting for a status.
+import { after } from 'node:test';
 import { readUIMessageStream } from 'ai';
 import { createSessionManager } from '../../index.js';
 import { createDeferred, createFakeAgent, createFakeSandbox } from '../../testing/index.mjs';
@@ -44,6 +45,12 @@ export function testSandboxes({ capacity, acquire } = {}) {
   };
 }
 
+/** Every manager the tests of a file made: shut down at the end, even when a test failed. */
+const managers = new Set();
+after(async () => {
+  await Promise.allSettled([...managers].map((sessions) => sessions.shutdown()));
+});
+
 /**
  * A manager on a fake agent, with what the test needs to look at.
  * @param {Record<string, unknown>} [options] options of `createSessionManager`
@@ -61,6 +68,7 @@ export function testManager(options = {}) {
     ...rest,
   });
   sessions.subscribe((event) => events.push(event));
+  managers.add(sessions);
   return { sessions, agent, sandboxes, errors, events };
 }
 
@@ -124,15 +132,22 @@ export function streamAgent(turn) {
     toUIMessageStream: (options = {}) => {
       const iterator = turn(input, { signal })[Symbol.asyncIterator]();
       let started = false;
+      const aborted = new Promise((resolve) => {
+        if (signal?.aborted) resolve();
+        signal?.addEventListener('abort', () => resolve(), { once: true });
+      });
       return new ReadableStream({
         async pull(controller) {
           if (!started) {
             started = true;
             controller.enqueue({ type: 'start', messageId: options.generateMessageId?.() });
           }
-          const { done, value } = await iterator.next();
-          if (done) controller.close();
-          else controller.enqueue(value);
+          const next = await Promise.race([iterator.next(), aborted.then(() => 'aborted')]);
+          if (next === 'aborted') {
+            controller.enqueue({ type: 'abort', reason: String(signal.reason) });
+            controller.close();
+          } else if (next.done) controller.close();
+          else controller.enqueue(next.value);
         },
       });
     },
