@@ -233,14 +233,20 @@ fn approved(part: &Map<String, Value>) -> bool {
 /// The words a tool call left without a result by a crash is closed with.
 pub const TOOL_CALL_CUT: &str = "The application stopped before the tool call ended.";
 
-/// Closes the tool calls of `message` that never got their result, so that none is left
-/// dangling: their parts become `output-error`. Returns whether any was closed.
+/// Closes what a crash left open in `message`: the tool calls that never got their result become
+/// `output-error` (none is left dangling), and text or reasoning cut mid-stream is `done`. Returns
+/// whether anything was closed.
 pub fn close_dangling_tool_calls(message: &mut Value) -> bool {
     let Some(parts) = message.get_mut("parts").and_then(Value::as_array_mut) else {
         return false;
     };
     let mut closed = false;
     for part in parts.iter_mut().filter_map(Value::as_object_mut) {
+        // A text or reasoning part cut mid-stream ends where it was.
+        if part.get("state").and_then(Value::as_str) == Some("streaming") {
+            part.insert("state".into(), json!("done"));
+            closed = true;
+        }
         if tool_name(part).is_none() {
             continue;
         }
@@ -365,10 +371,12 @@ mod tests {
         let mut message = json!({"parts": [
             {"type": "tool-a", "toolCallId": "1", "state": "input-streaming"},
             {"type": "tool-b", "toolCallId": "2", "state": "output-available", "output": 1},
+            {"type": "text", "text": "half a sen", "state": "streaming"},
         ]});
         assert!(close_dangling_tool_calls(&mut message));
         assert_eq!(message["parts"][0]["state"], "output-error");
         assert_eq!(message["parts"][1]["state"], "output-available");
+        assert_eq!(message["parts"][2]["state"], "done");
         assert!(!close_dangling_tool_calls(&mut message));
     }
 
