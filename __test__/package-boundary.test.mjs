@@ -178,6 +178,22 @@ describe('the turn stream', () => {
 });
 
 describe('the process', () => {
+  test('stays alive while a session it created is preparing', () => {
+    const script = `
+      import { createSessionManager } from ${JSON.stringify(join(root, 'index.js'))};
+      import { createFakeAgent } from ${JSON.stringify(join(root, 'testing/index.mjs'))};
+      const sessions = createSessionManager({
+        agent: () => createFakeAgent({ createSession: [{ delayMs: 300 }] }),
+        sandboxes: { acquire: async () => ({ sandboxSession: {}, suspend: async () => {}, close: async () => {} }) },
+      });
+      sessions.subscribe((event) => { if (event.session?.status === 'idle') console.log('ready'); });
+      await sessions.create({ id: 'x', metadata: {} });
+    `;
+    const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
+    assert.equal(result.status, 0, result.stderr);
+    assert.equal(result.stdout.trim(), 'ready');
+  });
+
   test('exits by itself once a script is done with its manager, and stays while a turn runs', () => {
     const script = `
       import { createSessionManager } from ${JSON.stringify(join(root, 'index.js'))};

@@ -16,7 +16,7 @@ const { toUIMessageStreamResponse } = require('./sse.js');
 const { NATIVE_STORE } = require('./stores.js');
 const { nativeSandboxesOf } = require('./strategies.js');
 const { getHarnessErrorMessage } = require('./harness-errors.js');
-const { holding } = require('./keep-alive.js');
+const { hold, holding } = require('./keep-alive.js');
 
 const OPTION_NAMES = new Set([
   'agent',
@@ -84,6 +84,7 @@ function createSessionManager(options) {
   const onError = options.onError ?? ((error, context) => console.error('[harness-sessions]', context, error));
   const store = options.store ?? require('./stores.js').createMemorySessionStore();
   const listeners = new Set();
+  const preparing = new Preparing();
 
   const newId = () => {
     const id = generateId();
@@ -101,6 +102,7 @@ function createSessionManager(options) {
     store: store[NATIVE_STORE] === undefined ? store : undefined,
     turns,
     emit: (event) => {
+      preparing.follow(event);
       for (const listener of listeners) {
         try {
           listener(event);
@@ -245,6 +247,25 @@ function createSessionManager(options) {
     value: () => ({ ...JSON.parse(manager.diagnostics()), handles: host.handles() }),
   });
   return api;
+}
+
+/**
+ * Holds the event loop while a session is `preparing`: a script that created a session and waits
+ * for it through `subscribe()` is not cut short while its sandbox and harness session open.
+ */
+class Preparing {
+  #holds = new Map();
+
+  follow(event) {
+    const id = event.type === 'updated' ? event.session.id : event.sessionId;
+    const isPreparing = event.type === 'updated' && event.session.status === 'preparing';
+    const held = this.#holds.get(id);
+    if (isPreparing && held === undefined) this.#holds.set(id, hold());
+    if (!isPreparing && held !== undefined) {
+      held();
+      this.#holds.delete(id);
+    }
+  }
 }
 
 /** One queue of tasks per key: a task runs once the ones before it under its key settle. */

@@ -216,7 +216,7 @@ impl NativeManager {
     /// `list()`: the summaries as JSON.
     #[napi]
     pub async fn list(&self) -> napi::Result<String> {
-        guard(async { to_json(&self.manager.list().await?) }).await
+        guard(self.manager.list_json()).await
     }
 
     /// `send(id, ...)`: `{ turnId, message, prompt?, replyId, messageId }` as JSON; answers

@@ -114,7 +114,7 @@ impl NativeStore {
     /// `list()`: the summaries as JSON.
     #[napi]
     pub async fn list(&self) -> napi::Result<String> {
-        guard(async { write(&self.store.list().await?) }).await
+        guard(self.store.list_json()).await
     }
 
     /// `getResumeState(id)`: the state as JSON, or nothing.

@@ -96,6 +96,9 @@ pub const NOT_STOPPED_CLEANLY: &str = "The harness session could not be stopped 
 /// The error of a resume with no state to resume from.
 pub const NOTHING_KEPT: &str = "Nothing was kept to resume the session from.";
 
+/// How many sessions found live at start are marked `interrupted` at once.
+const RECOVERY_CONCURRENCY: usize = 64;
+
 /// The sessions of an application: see the module documentation.
 #[derive(Clone)]
 pub struct SessionManager {
@@ -166,6 +169,15 @@ impl SessionManager {
     pub async fn list(&self) -> Result<Vec<SessionSummary>> {
         self.inner.ready().await?;
         self.inner.seams.store.list().await
+    }
+
+    /// [`SessionManager::list`] as JSON text, written by the store without decoding what it keeps.
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn list_json(&self) -> Result<String> {
+        self.inner.ready().await?;
+        self.inner.seams.store.list_json().await
     }
 
     /// Starts a turn in reply to a user message.
@@ -323,35 +335,45 @@ impl Inner {
         Ok(())
     }
 
-    /// Marks `interrupted` every session a previous process left live.
+    /// Marks `interrupted` every session a previous process left live, many at a time (a store
+    /// that commits in groups, as the SQLite one does, writes them together).
     async fn recover(self: &Arc<Self>) -> Result<()> {
-        let store = &self.seams.store;
-        for summary in store.list().await? {
+        use futures::stream::{self, StreamExt, TryStreamExt};
+        let summaries = self.seams.store.list().await?;
+        let mut live = Vec::new();
+        for summary in summaries {
             if summary.status == SessionStatus::Suspended {
                 timers::arm_close_suspended(self, &summary.id, summary.updated_at);
-                continue;
+            } else if summary.status.is_live() {
+                live.push(summary.id);
             }
-            if !summary.status.is_live() {
-                continue;
-            }
-            let Some(mut record) = store.get(&summary.id).await? else {
-                continue;
-            };
-            let error = if record.summary.status == SessionStatus::Preparing {
-                STOPPED_BEFORE_READY
-            } else {
-                STOPPED_WITHOUT_SUSPENDING
-            };
-            if let Some(last) = record.messages.last_mut() {
-                messages::close_dangling_tool_calls(last);
-            }
-            record.summary.status = SessionStatus::Interrupted;
-            record.summary.error = Some(error.to_owned());
-            record.summary.pending_input = None;
-            record.summary.updated_at = now_ms();
-            store.save(&record, None).await?;
         }
-        Ok(())
+        stream::iter(live)
+            .map(|id| self.interrupt_left_live(id))
+            .buffer_unordered(RECOVERY_CONCURRENCY)
+            .try_collect::<()>()
+            .await
+    }
+
+    /// Marks `interrupted` the session `id`, found live at start: what it was doing is closed.
+    async fn interrupt_left_live(&self, id: String) -> Result<()> {
+        let store = &self.seams.store;
+        let Some(mut record) = store.get(&id).await? else {
+            return Ok(());
+        };
+        let error = if record.summary.status == SessionStatus::Preparing {
+            STOPPED_BEFORE_READY
+        } else {
+            STOPPED_WITHOUT_SUSPENDING
+        };
+        if let Some(last) = record.messages.last_mut() {
+            messages::close_dangling_tool_calls(last);
+        }
+        record.summary.status = SessionStatus::Interrupted;
+        record.summary.error = Some(error.to_owned());
+        record.summary.pending_input = None;
+        record.summary.updated_at = now_ms();
+        store.save(&record, None).await
     }
 
     /// The session `id` in memory, put there if it is not.

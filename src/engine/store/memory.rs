@@ -18,6 +18,8 @@ pub struct MemoryStore {
 
 struct Entry {
     record: SessionRecord,
+    /// The summary as JSON, written once at `save`, so that `list_json` only sorts and joins.
+    summary_json: String,
     resume_state: Option<Value>,
 }
 
@@ -37,10 +39,13 @@ impl MemoryStore {
 #[async_trait]
 impl SessionStore for MemoryStore {
     async fn save(&self, record: &SessionRecord, resume_state: Option<&Value>) -> Result<()> {
+        let summary_json = serde_json::to_string(&record.summary)
+            .map_err(|e| SessionError::internal(format!("a summary could not be written: {e}")))?;
         self.entries()?.insert(
             record.summary.id.clone(),
             Entry {
                 record: record.clone(),
+                summary_json,
                 resume_state: resume_state.cloned(),
             },
         );
@@ -61,6 +66,31 @@ impl SessionStore for MemoryStore {
         Ok(summaries)
     }
 
+    async fn list_json(&self) -> Result<String> {
+        let entries = self.entries()?;
+        let mut rows: Vec<(f64, &str, &str)> = entries
+            .values()
+            .map(|e| {
+                (
+                    e.record.summary.updated_at,
+                    e.record.summary.id.as_str(),
+                    e.summary_json.as_str(),
+                )
+            })
+            .collect();
+        rows.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        let mut json = String::with_capacity(rows.iter().map(|r| r.2.len() + 1).sum::<usize>() + 2);
+        json.push('[');
+        for (index, (_, _, summary)) in rows.iter().enumerate() {
+            if index > 0 {
+                json.push(',');
+            }
+            json.push_str(summary);
+        }
+        json.push(']');
+        Ok(json)
+    }
+
     async fn get_resume_state(&self, id: &str) -> Result<Option<Value>> {
         Ok(self
             .entries()?
@@ -71,5 +101,37 @@ impl SessionStore for MemoryStore {
     async fn delete(&self, id: &str) -> Result<()> {
         self.entries()?.remove(id);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::session::{SessionStatus, SessionSummary};
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn list_json_is_list_written_as_json() {
+        let store = MemoryStore::new();
+        for (i, updated_at) in [3.0, 1.0, 3.0, 2.5].into_iter().enumerate() {
+            let record = SessionRecord {
+                summary: SessionSummary {
+                    id: format!("s{i}"),
+                    status: SessionStatus::Idle,
+                    metadata: json!({"i": i}),
+                    created_at: 0.0,
+                    updated_at,
+                    error: None,
+                    pending_input: None,
+                    usage: None,
+                },
+                messages: vec![json!({"id": "m"})],
+            };
+            store.save(&record, None).await.unwrap();
+        }
+        let listed = serde_json::to_value(store.list().await.unwrap()).unwrap();
+        let json: Value = serde_json::from_str(&store.list_json().await.unwrap()).unwrap();
+        assert_eq!(json, listed);
+        assert_eq!(json[0]["id"], "s0", "newest first, ties by id");
     }
 }

@@ -37,6 +37,19 @@ pub trait SessionStore: Send + Sync {
     /// When the read fails.
     async fn list(&self) -> Result<Vec<SessionSummary>>;
 
+    /// [`SessionStore::list`] as JSON text (`[summary, ...]`, newest first): what crosses to
+    /// JavaScript. Stores that keep their summaries as JSON write it without decoding them.
+    ///
+    /// # Errors
+    /// When the read fails.
+    async fn list_json(&self) -> Result<String> {
+        serde_json::to_string(&self.list().await?).map_err(|e| {
+            crate::engine::error::SessionError::internal(format!(
+                "the list could not be written: {e}"
+            ))
+        })
+    }
+
     /// The state session `id` resumes from, kept while it is suspended.
     ///
     /// # Errors

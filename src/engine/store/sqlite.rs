@@ -184,6 +184,13 @@ impl SessionStore for SqliteStore {
         self.worker.call(Command::List).await?.into_newest_first()
     }
 
+    async fn list_json(&self) -> Result<String> {
+        self.worker
+            .call(Command::List)
+            .await?
+            .into_newest_first_json()
+    }
+
     async fn get_resume_state(&self, id: &str) -> Result<Option<Value>> {
         let stored = self
             .worker

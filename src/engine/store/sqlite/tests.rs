@@ -1287,3 +1287,20 @@ fn a_record_is_the_same_after_any_number_of_saves() {
         }
     });
 }
+
+#[tokio::test]
+async fn list_json_is_list_written_as_json() {
+    let dir = TempDir::new().unwrap();
+    let store = open(&db_path(&dir)).await;
+    for (i, updated_at) in [5.0, 1.5, 5.0, 1e12 + 0.25, -0.0].into_iter().enumerate() {
+        let mut record = record(&format!("s{i}"), updated_at, 1);
+        record.summary.error = (i % 2 == 0).then(|| format!("error \"{i}\" ✓"));
+        record.summary.usage = (i == 1).then(|| serde_json::json!({"inputTokens": 3}));
+        record.summary.metadata =
+            serde_json::json!({"title": format!("t{i}"), "nested": [i, null]});
+        store.save(&record, None).await.unwrap();
+    }
+    let listed = serde_json::to_value(store.list().await.unwrap()).unwrap();
+    let json: Value = serde_json::from_str(&store.list_json().await.unwrap()).unwrap();
+    assert_eq!(json, listed);
+}

@@ -150,6 +150,92 @@ impl PackedSummaries {
     }
 }
 
+impl PackedSummaries {
+    /// The summaries as JSON text, in the order of [`PackedSummaries::into_newest_first`],
+    /// written from the stored JSON of their fields without decoding them (each field is checked
+    /// to be JSON, so that a damaged row is an error, never a broken list).
+    ///
+    /// # Errors
+    /// [`SessionError::Host`] when a row holds something that is not JSON.
+    pub(super) fn into_newest_first_json(mut self) -> Result<String> {
+        let mut rows = std::mem::take(&mut self.rows);
+        rows.sort_unstable_by(|a, b| {
+            b.updated_at_key
+                .cmp(&a.updated_at_key)
+                .then_with(|| self.str(a.id).cmp(self.str(b.id)))
+        });
+        let mut json = String::with_capacity(self.text.len() + rows.len() * 96 + 2);
+        json.push('[');
+        for (index, row) in rows.iter().enumerate() {
+            if index > 0 {
+                json.push(',');
+            }
+            write_summary_json(&mut json, &self.fields(row))?;
+        }
+        json.push(']');
+        Ok(json)
+    }
+}
+
+fn write_summary_json(json: &mut String, fields: &SummaryFields<'_>) -> Result<()> {
+    let damaged = || {
+        SessionError::host(format!(
+            "the sqlite store holds a damaged summary for session {}",
+            fields.id
+        ))
+    };
+    let raw = |text: &str| -> Result<()> {
+        serde_json::from_str::<serde::de::IgnoredAny>(text)
+            .map(drop)
+            .map_err(|_| damaged())
+    };
+    let string = |json: &mut String, text: &str| -> Result<()> {
+        json.push_str(&serde_json::to_string(text).map_err(|_| damaged())?);
+        Ok(())
+    };
+    let number = |json: &mut String, key: i64| -> Result<()> {
+        json.push_str(&serde_json::to_string(&super::from_order_key(key)).map_err(|_| damaged())?);
+        Ok(())
+    };
+    json.push_str("{\"id\":");
+    string(json, fields.id)?;
+    json.push_str(",\"status\":");
+    let status = fields.status.ok_or_else(damaged)?;
+    if !crate::engine::session::SessionStatus::ALL
+        .iter()
+        .any(|s| s.as_str() == status)
+    {
+        return Err(damaged());
+    }
+    string(json, status)?;
+    json.push_str(",\"metadata\":");
+    let metadata = fields.metadata.unwrap_or("null");
+    raw(metadata)?;
+    json.push_str(metadata);
+    json.push_str(",\"createdAt\":");
+    number(json, fields.created_at_key)?;
+    json.push_str(",\"updatedAt\":");
+    number(json, fields.updated_at_key)?;
+    if let Some(error) = fields.error {
+        json.push_str(",\"error\":");
+        string(json, error)?;
+    }
+    for (key, value) in [
+        ("pendingInput", fields.pending_input),
+        ("usage", fields.usage),
+    ] {
+        if let Some(value) = value {
+            raw(value)?;
+            json.push_str(",\"");
+            json.push_str(key);
+            json.push_str("\":");
+            json.push_str(value);
+        }
+    }
+    json.push('}');
+    Ok(())
+}
+
 /// What the thread is asked to do.
 pub(super) enum Command {
     Save(Box<PreparedSave>, Reply<()>),
