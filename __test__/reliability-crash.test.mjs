@@ -129,7 +129,7 @@ test(`${KILLS} kills with SIGKILL at random moments: the SQLite store stays whol
   const dir = mkdtempSync(join(tmpdir(), 'hs-crash-'));
   const path = join(dir, 'sessions.db');
   const reader = await openSqliteReader();
-  const figures = { kills: 0, killedBeforeReady: 0, killedMidTurn: 0, sent: 0, done: 0, interrupted: 0, resumedFromEarlierRuns: 0, refused: 0, onError: 0 };
+  const figures = { kills: 0, killedBeforeReady: 0, killedMidTurn: 0, sent: 0, done: 0, interrupted: 0, toolCallsClosedByRecovery: 0, resumedFromEarlierRuns: 0, refused: 0, onError: 0 };
   const started = Date.now();
   let previous = new Map();
   let dump = [];
@@ -157,6 +157,11 @@ test(`${KILLS} kills with SIGKILL at random moments: the SQLite store stays whol
         const problems = checkRecovered(state, previous, cycle);
         assert.deepEqual(problems, [], `${context}: after the restart`);
         figures.interrupted += state.records.filter((r) => r.status === 'interrupted').length;
+        for (const record of state.records) {
+          for (const part of (record.messages ?? []).flatMap((m) => m.parts ?? [])) {
+            if (part.state === 'output-error' && /stopped before the tool call ended/.test(part.errorText ?? '')) figures.toolCallsClosedByRecovery++;
+          }
+        }
       } else {
         // Killed before it said anything: the run before is checked by the next run.
         assert.ok(!final, `${context}: the last run printed no state`);

@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { createSessionManager, createSqliteSessionStore, SessionError } from '../index.js';
 import { deepText, openSqliteReader, PROGRAMS, ROOT } from './support/hostile.mjs';
 import { createFakeAgent, readTurn, testSandboxes, until } from './support/sessions.mjs';
@@ -246,7 +246,7 @@ describe('encryption at rest fails closed', () => {
     assert.ok(!existsSync(path), 'nothing was created');
   });
 
-  test('(closing the second reader)', async () => {
+  after(async () => {
     await reader?.close();
   });
 });
