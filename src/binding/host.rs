@@ -48,22 +48,41 @@ impl Host {
     /// # Errors
     /// What the JavaScript side failed with, as [`SessionError::Host`] with its original error.
     pub(crate) async fn call(&self, op: &str, payload: Value) -> Result<Value> {
+        let text = self.call_raw(op, payload).await?;
+        serde_json::from_str(&text).map_err(|e| {
+            SessionError::internal(format!("the host answered {op} with no JSON: {e}"))
+        })
+    }
+
+    /// Calls operation `op` with `payload`, and gives its answer's value as JSON text, for the
+    /// caller to read into its own type (records keep their messages as text).
+    ///
+    /// # Errors
+    /// What the JavaScript side failed with, as [`SessionError::Host`] with its original error.
+    pub(crate) async fn call_raw(&self, op: &str, payload: Value) -> Result<String> {
+        #[derive(serde::Deserialize)]
+        struct Answer<'a> {
+            ok: bool,
+            #[serde(borrow, default)]
+            value: Option<&'a serde_json::value::RawValue>,
+            #[serde(default)]
+            error: Option<Value>,
+        }
         let promise = self
             .function
             .call_async_catch(FnArgs::from((op.to_owned(), payload.to_string())))
             .await
             .map_err(|e| lost(op, &e.reason))?;
-        let answer = promise.await.map_err(|e| lost(op, &e.reason))?;
-        let mut answer: Value = serde_json::from_str(&answer).map_err(|e| {
+        let text = promise.await.map_err(|e| lost(op, &e.reason))?;
+        let answer: Answer<'_> = serde_json::from_str(&text).map_err(|e| {
             SessionError::internal(format!("the host answered {op} with no JSON: {e}"))
         })?;
-        if answer.get("ok") == Some(&Value::Bool(true)) {
-            return Ok(answer
-                .get_mut("value")
-                .map(Value::take)
-                .unwrap_or(Value::Null));
+        if !answer.ok {
+            return Err(host_error(answer.error.as_ref()));
         }
-        Err(host_error(answer.get("error")))
+        Ok(answer
+            .value
+            .map_or_else(|| "null".to_owned(), |v| v.get().to_owned()))
     }
 
     /// Sends `op` with `payload` without waiting: events, chunks for a client.

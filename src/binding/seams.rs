@@ -260,8 +260,8 @@ pub(crate) struct JsStore {
     pub(crate) host: Arc<Host>,
 }
 
-fn from_json<T: serde::de::DeserializeOwned>(value: Value, what: &str) -> Result<T> {
-    serde_json::from_value(value)
+fn from_json<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T> {
+    serde_json::from_str(text)
         .map_err(|e| SessionError::host(format!("the store gave {what} of the wrong shape: {e}")))
 }
 
@@ -276,16 +276,16 @@ impl SessionStore for JsStore {
     }
 
     async fn get(&self, id: &str) -> Result<Option<SessionRecord>> {
-        let answer = self.host.call("store.get", json!({ "id": id })).await?;
-        if answer.is_null() {
+        let answer = self.host.call_raw("store.get", json!({ "id": id })).await?;
+        if answer == "null" {
             return Ok(None);
         }
-        from_json(answer, "a session").map(Some)
+        from_json(&answer, "a session").map(Some)
     }
 
     async fn list(&self) -> Result<Vec<SessionSummary>> {
-        let answer = self.host.call("store.list", json!({})).await?;
-        let mut summaries: Vec<SessionSummary> = from_json(answer, "a list")?;
+        let answer = self.host.call_raw("store.list", json!({})).await?;
+        let mut summaries: Vec<SessionSummary> = from_json(&answer, "a list")?;
         crate::engine::store::sort_newest_first(&mut summaries);
         Ok(summaries)
     }

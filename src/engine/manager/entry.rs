@@ -165,7 +165,7 @@ impl Entry {
         };
         let mut record = record.clone();
         if let Some((index, reply)) = state.reply.as_ref() {
-            let message = reply.message().clone();
+            let message = crate::engine::session::StoredMessage::from_value(reply.message());
             if *index < record.messages.len() {
                 record.messages[*index] = message;
             } else {

@@ -7,7 +7,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::engine::error::{Result, SessionError};
-use crate::engine::session::{PendingApproval, PendingInput, PendingToolCall};
+use crate::engine::session::{PendingApproval, PendingInput, PendingToolCall, StoredMessage};
 
 /// The deepest nesting a message or metadata value may have.
 pub const MAX_DEPTH: usize = 64;
@@ -145,15 +145,13 @@ pub fn prompt_of(message: &Value) -> String {
 
 /// Puts `message` in the conversation: in place of the message with its id, dropping what came
 /// after it (the conversation goes on from there, as `useChat` shows it), or at the end.
-pub fn put_user_message(messages: &mut Vec<Value>, message: Value) {
-    let id = message.get("id").cloned();
-    match messages.iter().position(|m| m.get("id") == id.as_ref()) {
-        Some(index) => {
-            messages.truncate(index);
-            messages.push(message);
-        }
-        None => messages.push(message),
+pub fn put_user_message(messages: &mut Vec<StoredMessage>, message: &Value) {
+    let id = message.get("id").and_then(Value::as_str);
+    let known = id.and_then(|id| messages.iter().position(|m| m.id().as_deref() == Some(id)));
+    if let Some(index) = known {
+        messages.truncate(index);
     }
+    messages.push(StoredMessage::from_value(message));
 }
 
 /// The name of a tool part's tool: `tool-<name>` parts, or `dynamic-tool` ones with `toolName`.
@@ -340,13 +338,18 @@ mod tests {
 
     #[test]
     fn a_message_with_a_known_id_replaces_it_and_what_follows() {
-        let mut messages = vec![json!({"id": "a"}), json!({"id": "b"}), json!({"id": "c"})];
-        put_user_message(&mut messages, json!({"id": "b", "new": true}));
+        let mut messages: Vec<StoredMessage> = vec![
+            json!({"id": "a"}).into(),
+            json!({"id": "b"}).into(),
+            json!({"id": "c"}).into(),
+        ];
+        put_user_message(&mut messages, &json!({"id": "b", "new": true}));
+        let values: Vec<Value> = messages.iter().map(StoredMessage::to_value).collect();
         assert_eq!(
-            messages,
+            values,
             vec![json!({"id": "a"}), json!({"id": "b", "new": true})]
         );
-        put_user_message(&mut messages, json!({"id": "d"}));
+        put_user_message(&mut messages, &json!({"id": "d"}));
         assert_eq!(messages.len(), 3);
     }
 

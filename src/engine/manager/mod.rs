@@ -367,7 +367,10 @@ impl Inner {
             STOPPED_WITHOUT_SUSPENDING
         };
         if let Some(last) = record.messages.last_mut() {
-            messages::close_dangling_tool_calls(last);
+            let mut message = last.to_value();
+            if messages::close_dangling_tool_calls(&mut message) {
+                *last = crate::engine::session::StoredMessage::from_value(&message);
+            }
         }
         record.summary.status = SessionStatus::Interrupted;
         record.summary.error = Some(error.to_owned());

@@ -291,8 +291,9 @@ async fn a_session_opens_takes_a_turn_and_keeps_the_conversation() {
     );
     let record = w.manager.get("a").await.unwrap().unwrap();
     assert_eq!(record.messages.len(), 2);
-    assert_eq!(record.messages[1]["id"], "reply-1");
-    assert_eq!(record.messages[1]["parts"][1]["text"], "You said: hello");
+    let reply = record.messages[1].to_value();
+    assert_eq!(reply["id"], "reply-1");
+    assert_eq!(reply["parts"][1]["text"], "You said: hello");
     let events = w.recorder.events.lock().unwrap().clone();
     assert_eq!(events, ["a preparing", "a idle", "a busy", "a idle"]);
 }

@@ -19,7 +19,7 @@ use super::{timers, Inner, TURN_TOO_LONG};
 use crate::engine::agent::{TurnEnd, TurnInput, TurnReport, TurnStart};
 use crate::engine::error::{Result, SessionError};
 use crate::engine::session::lifecycle::{decide, Command, Decision};
-use crate::engine::session::{PendingInput, SessionStatus, SessionSummary};
+use crate::engine::session::{PendingInput, SessionStatus, SessionSummary, StoredMessage};
 use crate::engine::ui::{MessageAccumulator, UiChunk};
 
 /// What `send()` is given.
@@ -154,7 +154,7 @@ impl Inner {
                         .prompt
                         .clone()
                         .unwrap_or_else(|| messages::prompt_of(&message));
-                    messages::put_user_message(&mut record.messages, message);
+                    messages::put_user_message(&mut record.messages, &message);
                     let plan = Plan {
                         turn_id: request.turn_id,
                         message_id: request.reply_id.clone(),
@@ -169,11 +169,11 @@ impl Inner {
                     let index = record
                         .messages
                         .iter()
-                        .rposition(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+                        .rposition(|m| m.role().as_deref() == Some("assistant"))
                         .ok_or_else(|| {
                             SessionError::internal("a session awaiting input had no reply")
                         })?;
-                    let paused = record.messages[index].clone();
+                    let paused = record.messages[index].to_value();
                     let collected = answers::collect(&entry.id, &pending, &request)?;
                     let input = if lost {
                         TurnInput::Prompt(collected.words())
@@ -477,9 +477,9 @@ impl Inner {
                         .and_then(Value::as_array)
                         .is_some_and(|p| !p.is_empty());
                     if index < record.messages.len() {
-                        record.messages[index] = message;
+                        record.messages[index] = StoredMessage::from_value(&message);
                     } else if has_parts {
-                        record.messages.push(message);
+                        record.messages.push(StoredMessage::from_value(&message));
                     }
                 }
                 if let Some(usage) = read.usage.as_ref() {

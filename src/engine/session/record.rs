@@ -6,6 +6,7 @@
 //! store, and only while the session is suspended.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// Where a session is in its lifecycle.
@@ -162,15 +163,132 @@ pub struct SessionSummary {
     pub usage: Option<Value>,
 }
 
+/// A message of the conversation (a `UIMessage`), kept as its JSON text: cloned, stored and
+/// sent as it is, parsed only where the engine needs to look into it (the last messages of a
+/// turn). A conversation of many turns so costs its text, not a tree of values per message.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct StoredMessage(Box<RawValue>);
+
+impl StoredMessage {
+    /// The message `value`, as JSON text.
+    pub fn from_value(value: &Value) -> StoredMessage {
+        // A `Value` always writes as JSON, and that JSON always reads back as a raw value.
+        let text = serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned());
+        StoredMessage(RawValue::from_string(text).unwrap_or_else(|_| null_raw()))
+    }
+
+    /// A message from JSON text, which is checked to be JSON.
+    ///
+    /// # Errors
+    /// When `text` is not JSON.
+    pub fn from_json(text: String) -> Result<StoredMessage, serde_json::Error> {
+        RawValue::from_string(text).map(StoredMessage)
+    }
+
+    /// The message as a value, to look into it.
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+    }
+
+    /// The message's JSON text.
+    pub fn json(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The message's `id`, read without parsing the rest of it into values.
+    pub fn id(&self) -> Option<String> {
+        self.head().id
+    }
+
+    /// The message's `role`, read without parsing the rest of it into values.
+    pub fn role(&self) -> Option<String> {
+        self.head().role
+    }
+
+    fn head(&self) -> Head {
+        serde_json::from_str::<Head>(self.0.get()).unwrap_or_default()
+    }
+}
+
+/// The fields of a message read without its parts.
+#[derive(Default, Deserialize)]
+struct Head {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    role: Option<String>,
+}
+
+fn null_raw() -> Box<RawValue> {
+    RawValue::from_string("null".to_owned()).expect("null is JSON")
+}
+
+impl From<Value> for StoredMessage {
+    fn from(value: Value) -> Self {
+        StoredMessage::from_value(&value)
+    }
+}
+
+impl PartialEq for StoredMessage {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get()
+    }
+}
+
+impl std::fmt::Debug for StoredMessage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.get())
+    }
+}
+
 /// A session with its conversation: what `get()` gives and what a store keeps.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionRecord {
     /// Everything but the conversation.
     #[serde(flatten)]
     pub summary: SessionSummary,
     /// The conversation as `UIMessage`s, oldest first.
-    #[serde(default)]
-    pub messages: Vec<Value>,
+    pub messages: Vec<StoredMessage>,
+}
+
+impl<'de> Deserialize<'de> for SessionRecord {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // `flatten` would buffer the messages as values, which raw messages cannot come from: the
+        // fields are read one by one instead.
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Shape {
+            id: String,
+            status: SessionStatus,
+            #[serde(default)]
+            metadata: Value,
+            created_at: f64,
+            updated_at: f64,
+            #[serde(default)]
+            error: Option<String>,
+            #[serde(default)]
+            pending_input: Option<PendingInput>,
+            #[serde(default)]
+            usage: Option<Value>,
+            #[serde(default)]
+            messages: Vec<StoredMessage>,
+        }
+        let shape = Shape::deserialize(deserializer)?;
+        Ok(SessionRecord {
+            summary: SessionSummary {
+                id: shape.id,
+                status: shape.status,
+                metadata: shape.metadata,
+                created_at: shape.created_at,
+                updated_at: shape.updated_at,
+                error: shape.error,
+                pending_input: shape.pending_input,
+                usage: shape.usage,
+            },
+            messages: shape.messages,
+        })
+    }
 }
 
 impl SessionRecord {

@@ -125,7 +125,7 @@ mod tests {
                     pending_input: None,
                     usage: None,
                 },
-                messages: vec![json!({"id": "m"})],
+                messages: vec![json!({"id": "m"}).into()],
             };
             store.save(&record, None).await.unwrap();
         }

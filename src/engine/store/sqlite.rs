@@ -225,7 +225,7 @@ fn prepare_save(
         .messages
         .iter()
         .map(|message| {
-            let body = json("messages", serde_json::to_string(message))?;
+            let body = message.json().to_owned();
             let digest = Sha256::digest(body.as_bytes()).into();
             Ok(PreparedMessage { digest, body })
         })

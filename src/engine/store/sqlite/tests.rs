@@ -15,6 +15,7 @@ use tempfile::TempDir;
 use super::schema::{self, Migration, MIGRATIONS};
 use super::{from_order_key, order_key, SqliteStore, SqliteStoreOptions};
 use crate::engine::error::SessionError;
+use crate::engine::session::StoredMessage;
 use crate::engine::session::{
     ApprovalVerdict, PendingApproval, PendingInput, PendingToolCall, SessionRecord, SessionStatus,
     SessionSummary,
@@ -55,12 +56,12 @@ fn count(path: &Path, sql: &str) -> i64 {
         .expect("the count runs")
 }
 
-fn message(position: usize, text: &str) -> Value {
-    json!({
+fn message(position: usize, text: &str) -> StoredMessage {
+    StoredMessage::from_value(&json!({
         "id": format!("m{position}"),
         "role": if position % 2 == 0 { "user" } else { "assistant" },
         "parts": [{ "type": "text", "text": text }],
-    })
+    }))
 }
 
 fn record(id: &str, updated_at: f64, messages: usize) -> SessionRecord {
@@ -155,11 +156,11 @@ async fn records_round_trip_exactly() {
             usage: Some(Value::Null),
         },
         messages: vec![
-            Value::Null,
-            json!(3.000_000_000_000_000_4),
-            json!("just a string"),
-            json!([1, [2, [3]]]),
-            json!({ "b": 1, "a": 2 }),
+            Value::Null.into(),
+            json!(3.000_000_000_000_000_4).into(),
+            json!("just a string").into(),
+            json!([1, [2, [3]]]).into(),
+            json!({ "b": 1, "a": 2 }).into(),
         ],
     };
     let bare = SessionRecord {
@@ -344,7 +345,7 @@ async fn a_save_writes_only_the_messages_that_changed() {
     store.save(&session, None).await.expect("save");
     assert_eq!(writes(), (2, 0, 0), "two new messages write two rows");
 
-    session.messages[5] = json!({ "edited": true });
+    session.messages[5] = json!({ "edited": true }).into();
     store.save(&session, None).await.expect("save");
     assert_eq!(
         writes(),
@@ -825,7 +826,7 @@ async fn many_tasks_save_different_sessions_at_once() {
             tokio::spawn(async move {
                 let id = format!("task-{task:02}");
                 let mut session = record(&id, 0.0, 0);
-                for step in 0..20 {
+                for step in 0..20_u32 {
                     session.summary.updated_at = f64::from(step);
                     session
                         .messages

@@ -32,6 +32,7 @@ use super::schema::{self, Migration};
 use super::seal::StoredResumeState;
 use super::{failed, from_order_key};
 use crate::engine::error::{Result, SessionError};
+use crate::engine::session::StoredMessage;
 use crate::engine::session::{PendingInput, SessionRecord, SessionStatus, SessionSummary};
 
 /// Where a command's answer goes.
@@ -537,7 +538,8 @@ impl Worker {
                 }
                 let body = row.get_ref(1).and_then(|value| Ok(value.as_str()?));
                 let body = body.map_err(|_| unreadable(id, "a message"))?;
-                messages.push(serde_json::from_str(body).map_err(|_| unreadable(id, "a message"))?);
+                let message = StoredMessage::from_json(body.to_owned());
+                messages.push(message.map_err(|_| unreadable(id, "a message"))?);
             }
         }
         tx.commit().map_err(fail)?;
