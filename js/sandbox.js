@@ -45,11 +45,61 @@ const WRITE_BATCH = 1024 * 1024;
  * @property {'none' | 'host'} [network] Default: `'none'` without ports, `'host'` with.
  */
 
+/** What each option must be, for a `SessionInputError` naming it before anything reaches Rust. */
+const is = {
+  string: (v) => typeof v === 'string',
+  boolean: (v) => typeof v === 'boolean',
+  number: (v) => typeof v === 'number' && Number.isFinite(v),
+  ports: (v) => Array.isArray(v) && v.every((p) => Number.isInteger(p) && p > 0 && p < 65536),
+  env: (v) => v !== null && typeof v === 'object' && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string'),
+  memory: (v) => (typeof v === 'number' && Number.isFinite(v) && v > 0) || typeof v === 'string',
+};
+const DOCKER_OPTIONS = {
+  image: ['string', 'the name of a Docker image'],
+  host: ['string', 'a Docker endpoint (unix:///path, or a socket path)'],
+  pull: ['boolean', 'a boolean'],
+  namePrefix: ['string', 'a string'],
+  name: ['string', 'a string'],
+  user: ['string', 'a user (uid:gid or a name)'],
+  workingDirectory: ['string', 'an absolute path'],
+  home: ['string', 'an absolute path'],
+  ports: ['ports', 'an array of port numbers'],
+  env: ['env', 'an object of strings'],
+  cpus: ['number', 'a number of CPUs'],
+  memory: ['memory', 'a number of bytes or a size such as "512m"'],
+  pids: ['number', 'a number of processes'],
+  network: ['string', '"none" or "host"'],
+};
+const LOCAL_OPTIONS = {
+  root: ['string', 'the path of a folder'],
+  ports: ['ports', 'an array of port numbers'],
+  env: ['env', 'an object of strings'],
+  inheritEnv: ['boolean', 'a boolean'],
+  name: ['string', 'a string'],
+};
+
+function checkOptions(options, shape, what) {
+  if (options === undefined) return;
+  if (options === null || typeof options !== 'object') {
+    throw new SessionInputError({ path: 'options', message: `${what}() takes an options object` });
+  }
+  for (const [key, value] of Object.entries(options)) {
+    const rule = shape[key];
+    if (rule === undefined) {
+      throw new SessionInputError({ path: key, message: `${key} is not an option of ${what}()` });
+    }
+    if (value !== undefined && !is[rule[0]](value)) {
+      throw new SessionInputError({ path: key, message: `${key} must be ${rule[1]}` });
+    }
+  }
+}
+
 /**
  * A Docker sandbox provider, also the `open` of `sharedSandbox()`.
  * @param {DockerSandboxOptions} options
  */
 function dockerSandbox(options) {
+  checkOptions(options, DOCKER_OPTIONS, 'dockerSandbox');
   const { name, ...rest } = options ?? {};
   const native = translating(() => createDockerSandboxProvider(rest));
   return provider(native, name ?? 'shared');
@@ -70,6 +120,7 @@ function dockerSandbox(options) {
  * @param {LocalSandboxOptions} options
  */
 function localSandbox(options) {
+  checkOptions(options, LOCAL_OPTIONS, 'localSandbox');
   const { name, ...rest } = options ?? {};
   const native = translating(() => createLocalSandboxProvider(rest));
   return provider(native, name ?? 'shared');
