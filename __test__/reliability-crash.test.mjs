@@ -17,7 +17,7 @@
 // - no tool call is left with its input streaming or waiting for a result in a session the crash
 //   interrupted (it is closed, `output-error`), and a suspended session waits only for what its
 //   pendingInput says. (Approvals left `approval-requested` by a crash, and the tool calls of a
-//   session closed while it waited, are in reliability-found-bugs.test.mjs.)
+//   session closed while it waited, are in reliability-regressions.test.mjs.)
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -113,7 +113,7 @@ function checkRecovered(state, previous, cycle) {
     for (const message of record.messages) {
       for (const part of message.parts ?? []) {
         if (!(part.type?.startsWith('tool-') || part.type === 'dynamic-tool') || !DANGLING.has(part.state)) continue;
-        // Closed sessions are left to reliability-found-bugs.test.mjs (close() is no crash).
+        // Closed sessions are left to reliability-regressions.test.mjs (close() is no crash).
         if (record.status === 'closed') continue;
         const legit = record.status === 'suspended' && part.state === 'input-available' && waiting.has(part.toolCallId);
         if (!legit) problems.push(`${where}: tool call ${part.toolCallId} left ${part.state} in a ${record.status} session`);

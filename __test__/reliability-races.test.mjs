@@ -152,13 +152,10 @@ const LEGAL = {
 };
 
 /**
- * Outcomes that are wrong but known: a delete() that overlaps a close() of the same session
- * fails with a conflict (`closed`) instead of forgetting the session. reliability-found-bugs
- * .test.mjs has its failing test; here they are only counted, so that the schedules guard the rest.
+ * Outcomes that are wrong but known, counted apart so that the schedules guard the rest. Empty:
+ * a delete() overlapping a close() of the same session now forgets it (reliability-regressions).
  */
-const KNOWN_BUGS = {
-  delete: { SessionConflictError: ['closed'] },
-};
+const KNOWN_BUGS = {};
 
 /** An agent whose turns stream a few chunks with pauses, or pause on an approval; it says which
  * sessions have a turn running (its stream not yet ended). */

@@ -16,7 +16,7 @@
 // no-hang bound (5 s) is asserted.
 //
 // The categories listed in KNOWN_BUG_CATEGORIES are left out here: the package answers them wrongly
-// today, and reliability-found-bugs.test.mjs holds their failing tests.
+// today, and reliability-regressions.test.mjs holds their failing tests.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

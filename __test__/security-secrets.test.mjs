@@ -5,7 +5,7 @@
 // and stderr are searched). The SQLite file holds it only while a session is suspended; with an
 // encryption key (the `encryptionKey` option, or HARNESS_SESSIONS_ENCRYPTION_KEY) never at all.
 // (That the plaintext state stays in the -wal file after a resume, a close or a delete is a bug:
-// reliability-found-bugs.test.mjs.)
+// reliability-regressions.test.mjs.)
 //
 // Encryption at rest fails closed, with a SessionError through the JavaScript API and the state
 // never handed to the agent: a flipped bit, a row copied from another session, a wrong key, a

@@ -9,7 +9,8 @@
 
 const { randomUUID } = require('node:crypto');
 const native = require('../binding.js');
-const { SessionInputError, SessionNotFoundError, translating, fromNative } = require('./errors.js');
+const { SessionNotFoundError, translating, fromNative } = require('./errors.js');
+const { need, plain, checkId, checkDuration, json } = require('./input.js');
 const { createHost } = require('./host.js');
 const { Turns } = require('./turns.js');
 const { toUIMessageStreamResponse } = require('./sse.js');
@@ -32,53 +33,45 @@ const OPTION_NAMES = new Set([
   'onError',
 ]);
 
-function need(condition, path, message) {
-  if (!condition) throw new SessionInputError({ path, message });
-}
-
-/** JSON text of `value`, or a `SessionInputError` naming `path` when it is not JSON. */
-function json(value, path) {
-  let text;
-  try {
-    text = JSON.stringify(value === undefined ? null : value);
-  } catch (error) {
-    throw new SessionInputError({ path, message: `${path} must be JSON: ${error.message}` });
-  }
-  need(typeof text === 'string', path, `${path} must be JSON`);
-  return text;
-}
-
-function checkOptions(options) {
-  need(options !== null && typeof options === 'object', 'options', 'createSessionManager() takes an options object');
-  for (const name of Object.keys(options)) {
-    need(OPTION_NAMES.has(name), name, `${name} is not an option of createSessionManager()`);
-  }
+function checkOptions(given) {
+  const options = plain(given, 'options', [...OPTION_NAMES], { refuseOthers: true });
+  need(given !== undefined, 'options', 'createSessionManager() takes an options object');
   need(typeof options.agent === 'function', 'agent', 'agent must be a function ({ id, metadata }) => SessionAgent');
   const sandboxes = options.sandboxes;
   need(sandboxes !== null && typeof sandboxes === 'object', 'sandboxes', 'sandboxes must be a SessionSandboxes: sharedSandbox(), sandboxPerSession() or your own');
-  need(typeof sandboxes.acquire === 'function', 'sandboxes.acquire', 'sandboxes.acquire must be a function');
+  const { acquire, capacity } = plain(sandboxes, 'sandboxes', ['acquire', 'capacity']);
+  need(typeof acquire === 'function', 'sandboxes.acquire', 'sandboxes.acquire must be a function');
+  need(
+    capacity === undefined || (Number.isInteger(capacity) && capacity >= 1 && capacity <= 0xffffffff),
+    'sandboxes.capacity',
+    'sandboxes.capacity must be a whole number, one or more',
+  );
   for (const name of ['approve', 'generateId', 'errorMessage', 'onError']) {
     need(options[name] === undefined || typeof options[name] === 'function', name, `${name} must be a function`);
   }
+  for (const name of ['idleTimeoutMs', 'closeSuspendedAfterMs', 'turnTimeoutMs']) checkDuration(options[name], name);
+  need(
+    options.suspendIdleWhenFull === undefined || typeof options.suspendIdleWhenFull === 'boolean',
+    'suspendIdleWhenFull',
+    'suspendIdleWhenFull must be a boolean',
+  );
   const store = options.store;
+  need(store === undefined || (store !== null && typeof store === 'object'), 'store', 'store must be a SessionStore');
   if (store !== undefined && store[NATIVE_STORE] === undefined) {
-    need(store !== null && typeof store === 'object', 'store', 'store must be a SessionStore');
-    for (const method of ['save', 'get', 'list', 'getResumeState', 'delete']) {
-      need(typeof store[method] === 'function', `store.${method}`, `store.${method} must be a function`);
+    const methods = plain(store, 'store', ['save', 'get', 'list', 'getResumeState', 'delete']);
+    for (const [method, f] of Object.entries(methods)) {
+      need(typeof f === 'function', `store.${method}`, `store.${method} must be a function`);
     }
   }
-}
-
-function checkId(id, path = 'id') {
-  need(typeof id === 'string' && id.length > 0, path, `${path} must be a non-empty string`);
+  return { ...options, capacity };
 }
 
 /**
  * Creates the session manager of an application: see the README.
  * @param {import('../index').SessionManagerOptions<any>} options
  */
-function createSessionManager(options) {
-  checkOptions(options);
+function createSessionManager(given) {
+  const options = checkOptions(given);
   const generateId = options.generateId ?? randomUUID;
   const errorMessage = options.errorMessage ?? getHarnessErrorMessage;
   const onError = options.onError ?? ((error, context) => console.error('[harness-sessions]', context, error));
@@ -127,7 +120,7 @@ function createSessionManager(options) {
     closeSuspendedAfterMs: options.closeSuspendedAfterMs,
     turnTimeoutMs: options.turnTimeoutMs,
     suspendIdleWhenFull: options.suspendIdleWhenFull,
-    capacity: options.sandboxes.capacity,
+    capacity: options.capacity,
     approves: options.approve !== undefined,
   };
   manager = translating(
@@ -174,8 +167,10 @@ function createSessionManager(options) {
   }
 
   const api = {
-    async create({ id, metadata } = {}) {
-      need(id === undefined || (typeof id === 'string' && id.length > 0), 'id', 'id must be a non-empty string');
+    async create(options) {
+      need(options !== undefined, 'options', 'create() takes { id?, metadata }');
+      const { id, metadata } = plain(options, 'options', ['id', 'metadata']);
+      if (id !== undefined) checkId(id);
       const text = json(metadata, 'metadata');
       return parse(await call(() => manager.create(id ?? newId(), text)));
     },
@@ -186,7 +181,8 @@ function createSessionManager(options) {
     async list() {
       return parse(await call(() => manager.list()));
     },
-    async send(id, { message, prompt, abortSignal } = {}) {
+    async send(id, options) {
+      const { message, prompt, abortSignal } = plain(options, 'options', ['message', 'prompt', 'abortSignal']);
       need(typeof message === 'string' || (message !== null && typeof message === 'object'), 'message', 'message must be a string or a UIMessage');
       need(prompt === undefined || typeof prompt === 'string', 'prompt', 'prompt must be a string');
       const request = { message, prompt, messageId: newId(), replyId: newId() };
@@ -194,7 +190,13 @@ function createSessionManager(options) {
         manager.send(id, json({ ...request, turnId }, 'message')),
       );
     },
-    async continue(id, { message, toolApprovalContinuations, toolResultContinuations, abortSignal } = {}) {
+    async continue(id, options) {
+      const { message, toolApprovalContinuations, toolResultContinuations, abortSignal } = plain(options, 'options', [
+        'message',
+        'toolApprovalContinuations',
+        'toolResultContinuations',
+        'abortSignal',
+      ]);
       need(message === undefined || (message !== null && typeof message === 'object'), 'message', 'message must be a UIMessage');
       need(toolApprovalContinuations === undefined || Array.isArray(toolApprovalContinuations), 'toolApprovalContinuations', 'toolApprovalContinuations must be an array');
       need(toolResultContinuations === undefined || Array.isArray(toolResultContinuations), 'toolResultContinuations', 'toolResultContinuations must be an array');
@@ -205,8 +207,9 @@ function createSessionManager(options) {
     },
     async update(id, changes) {
       checkId(id);
-      need(changes !== null && typeof changes === 'object' && 'metadata' in changes, 'metadata', 'update() takes { metadata }');
-      const change = changes.metadata;
+      const read = plain(changes, 'changes', ['metadata']);
+      need(changes !== undefined && read.metadata !== undefined, 'metadata', 'update() takes { metadata }');
+      const change = read.metadata;
       if (typeof change !== 'function') {
         return parse(await call(() => manager.update(id, json(change, 'metadata'))));
       }

@@ -7,6 +7,7 @@
 
 const native = require('../binding.js');
 const { fromNative, SessionInputError } = require('./errors.js');
+const { checkId, json: toJson, need, plain } = require('./input.js');
 
 /** The native store behind a store object. */
 const NATIVE_STORE = Symbol.for('harness-sessions.native-store');
@@ -20,23 +21,28 @@ function wrap(nativeStore) {
     }
   };
   const parse = (text) => (text == null ? undefined : JSON.parse(text));
-  const json = (value, path) => {
-    try {
-      return JSON.stringify(value);
-    } catch (error) {
-      throw new SessionInputError({ path, message: `${path} must be JSON: ${error.message}` });
-    }
-  };
+  const checked = (f) => async (...args) => f(...args);
   return {
     [NATIVE_STORE]: nativeStore,
-    save: (record, resumeState) =>
-      call(() =>
-        nativeStore.save(json(record, 'record'), resumeState === undefined ? null : json(resumeState, 'resumeState')),
-      ),
-    get: async (id) => parse(await call(() => nativeStore.get(id))),
-    list: async () => parse(await call(() => nativeStore.list())),
-    getResumeState: async (id) => parse(await call(() => nativeStore.getResumeState(id))),
-    delete: (id) => call(() => nativeStore.delete(id)),
+    save: checked((record, resumeState) => {
+      need(record !== null && typeof record === 'object', 'record', 'record must be a session record');
+      const text = toJson(record, 'record');
+      const state = resumeState === undefined ? null : toJson(resumeState, 'resumeState');
+      return call(() => nativeStore.save(text, state));
+    }),
+    get: checked(async (id) => {
+      checkId(id);
+      return parse(await call(() => nativeStore.get(id)));
+    }),
+    list: checked(async () => parse(await call(() => nativeStore.list()))),
+    getResumeState: checked(async (id) => {
+      checkId(id);
+      return parse(await call(() => nativeStore.getResumeState(id)));
+    }),
+    delete: checked((id) => {
+      checkId(id);
+      return call(() => nativeStore.delete(id));
+    }),
   };
 }
 
@@ -53,7 +59,7 @@ const KEY_VARIABLE = 'HARNESS_SESSIONS_ENCRYPTION_KEY';
  * @returns {Buffer | null}
  */
 function readKey(key, path) {
-  if (key === undefined || key === null || key === '') return null;
+  if (key === undefined || key === null) return null;
   let bytes;
   if (key instanceof Uint8Array) bytes = Buffer.from(key);
   else if (typeof key === 'string') bytes = /^[0-9a-fA-F]{64}$/.test(key) ? Buffer.from(key, 'hex') : Buffer.from(key, 'base64');
@@ -68,11 +74,20 @@ function readKey(key, path) {
  * mode 0600, the resume state apart and only while a session is suspended, encrypted when a key
  * is given (`encryptionKey`, else the `HARNESS_SESSIONS_ENCRYPTION_KEY` environment variable).
  */
-function createSqliteSessionStore({ path, encryptionKey } = {}) {
-  if (typeof path !== 'string' || path.length === 0) {
+function createSqliteSessionStore(options) {
+  need(options !== undefined, 'options', 'createSqliteSessionStore() takes { path, encryptionKey? }');
+  const { path, encryptionKey } = plain(options, 'options', ['path', 'encryptionKey']);
+  if (typeof path !== 'string' || path.length === 0 || !path.isWellFormed() || path.includes('\0')) {
     throw new SessionInputError({ path: 'path', message: 'path must be the path of a file' });
   }
-  const key = encryptionKey !== undefined ? readKey(encryptionKey, 'encryptionKey') : readKey(process.env[KEY_VARIABLE], KEY_VARIABLE);
+  // An empty variable is no key; an empty option is a mistake, never encryption turned off.
+  const fromEnvironment = process.env[KEY_VARIABLE];
+  const key =
+    encryptionKey !== undefined
+      ? readKey(encryptionKey, 'encryptionKey')
+      : fromEnvironment === undefined || fromEnvironment === ''
+        ? null
+        : readKey(fromEnvironment, KEY_VARIABLE);
   try {
     return wrap(native.NativeStore.sqlite(path, key));
   } catch (error) {

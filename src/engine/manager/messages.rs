@@ -231,10 +231,16 @@ fn approved(part: &Map<String, Value>) -> bool {
 /// The words a tool call left without a result by a crash is closed with.
 pub const TOOL_CALL_CUT: &str = "The application stopped before the tool call ended.";
 
-/// Closes what a crash left open in `message`: the tool calls that never got their result become
-/// `output-error` (none is left dangling), and text or reasoning cut mid-stream is `done`. Returns
-/// whether anything was closed.
+/// Closes what a crash left open in `message`: see [`close_open_calls`], with [`TOOL_CALL_CUT`].
 pub fn close_dangling_tool_calls(message: &mut Value) -> bool {
+    close_open_calls(message, TOOL_CALL_CUT)
+}
+
+/// Closes what can never go on in `message`, the session it is in having ended (a crash, a
+/// close): every tool call still waiting (its input streaming or given, its approval asked, its
+/// approved call without a result) becomes `output-error` with `words`, so that none is left
+/// dangling; text or reasoning cut mid-stream is `done`. Returns whether anything was closed.
+pub fn close_open_calls(message: &mut Value, words: &str) -> bool {
     let Some(parts) = message.get_mut("parts").and_then(Value::as_array_mut) else {
         return false;
     };
@@ -248,16 +254,17 @@ pub fn close_dangling_tool_calls(message: &mut Value) -> bool {
         if tool_name(part).is_none() {
             continue;
         }
-        let open = matches!(
-            part.get("state").and_then(Value::as_str),
-            Some("input-streaming" | "input-available")
-        );
+        let open = match part.get("state").and_then(Value::as_str) {
+            Some("input-streaming" | "input-available" | "approval-requested") => true,
+            Some("approval-responded") => approved(part),
+            _ => false,
+        };
         if open {
             part.insert("state".into(), json!("output-error"));
             if !part.contains_key("input") {
                 part.insert("input".into(), Value::Null);
             }
-            part.insert("errorText".into(), json!(TOOL_CALL_CUT));
+            part.insert("errorText".into(), json!(words));
             closed = true;
         }
     }
@@ -375,11 +382,18 @@ mod tests {
             {"type": "tool-a", "toolCallId": "1", "state": "input-streaming"},
             {"type": "tool-b", "toolCallId": "2", "state": "output-available", "output": 1},
             {"type": "text", "text": "half a sen", "state": "streaming"},
+            {"type": "tool-c", "toolCallId": "3", "state": "approval-requested", "input": {}, "approval": {"id": "a"}},
+            {"type": "tool-d", "toolCallId": "4", "state": "approval-responded", "input": {}, "approval": {"id": "b", "approved": false}},
         ]});
         assert!(close_dangling_tool_calls(&mut message));
         assert_eq!(message["parts"][0]["state"], "output-error");
         assert_eq!(message["parts"][1]["state"], "output-available");
         assert_eq!(message["parts"][2]["state"], "done");
+        assert_eq!(message["parts"][3]["state"], "output-error");
+        assert_eq!(
+            message["parts"][4]["state"], "approval-responded",
+            "a denial is an answer"
+        );
         assert!(!close_dangling_tool_calls(&mut message));
     }
 

@@ -9,13 +9,14 @@ use std::sync::Arc;
 use futures::future::join_all;
 
 use super::entry::{now_ms, Entry};
+use super::messages;
 use super::{
     timers, Inner, APPLICATION_STOPPED, NOT_STOPPED_CLEANLY, SESSION_CLOSED, STOPPED_BEFORE_READY,
 };
 use crate::engine::error::{Result, SessionError};
 use crate::engine::hooks::SessionEvent;
 use crate::engine::session::lifecycle::{decide, Command, Decision};
-use crate::engine::session::{SessionStatus, SessionSummary};
+use crate::engine::session::{SessionStatus, SessionSummary, StoredMessage};
 
 impl Inner {
     /// `suspend()`.
@@ -155,7 +156,16 @@ impl Inner {
         {
             let mut state = entry.state();
             state.set_status(SessionStatus::Closed, now_ms())?;
-            state.record_mut()?.summary.pending_input = None;
+            let record = state.record_mut()?;
+            // What it waited for can never be answered now: its tool calls are closed.
+            if record.summary.pending_input.take().is_some() {
+                if let Some(last) = record.messages.last_mut() {
+                    let mut message = last.to_value();
+                    if messages::close_open_calls(&mut message, SESSION_CLOSED) {
+                        *last = StoredMessage::from_value(&message);
+                    }
+                }
+            }
         }
         self.release_slot(&entry.id);
         let summary = self.save(entry, None).await;
@@ -171,7 +181,16 @@ impl Inner {
             Some(SessionStatus::Closed | SessionStatus::Interrupted)
         );
         if closable {
-            self.close_command(entry).await?;
+            match self.close_command(entry).await {
+                // Closed meanwhile (a close() under way finished first): nothing left to close.
+                Err(SessionError::Conflict {
+                    status: SessionStatus::Closed | SessionStatus::Interrupted,
+                    ..
+                }) => {}
+                other => {
+                    other?;
+                }
+            }
         }
         let _command = entry.commands.lock().await;
         {

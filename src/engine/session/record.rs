@@ -163,12 +163,53 @@ pub struct SessionSummary {
     pub usage: Option<Value>,
 }
 
+/// The deepest nesting a stored message may have: as deep as the engine can read it into values.
+pub const MESSAGE_DEPTH: usize = 128;
+
+/// How deeply `json` (valid JSON text) nests its arrays and objects.
+fn nesting(json: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for byte in json.bytes() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// A message of the conversation (a `UIMessage`), kept as its JSON text: cloned, stored and
 /// sent as it is, parsed only where the engine needs to look into it (the last messages of a
 /// turn). A conversation of many turns so costs its text, not a tree of values per message.
-#[derive(Clone, Serialize, Deserialize)]
+#[derive(Clone, Serialize)]
 #[serde(transparent)]
 pub struct StoredMessage(Box<RawValue>);
+
+impl<'de> Deserialize<'de> for StoredMessage {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Box::<RawValue>::deserialize(deserializer)?;
+        if nesting(raw.get()) > MESSAGE_DEPTH {
+            return Err(serde::de::Error::custom(format!(
+                "a message is nested more than {MESSAGE_DEPTH} levels deep"
+            )));
+        }
+        Ok(StoredMessage(raw))
+    }
+}
 
 impl StoredMessage {
     /// The message `value`, as JSON text.
@@ -183,7 +224,7 @@ impl StoredMessage {
     /// # Errors
     /// When `text` is not JSON.
     pub fn from_json(text: String) -> Result<StoredMessage, serde_json::Error> {
-        RawValue::from_string(text).map(StoredMessage)
+        serde_json::from_str(&text)
     }
 
     /// The message as a value, to look into it.
@@ -295,5 +336,29 @@ impl SessionRecord {
     /// The session's id.
     pub fn id(&self) -> &str {
         &self.summary.id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nesting_counts_brackets_outside_strings() {
+        assert_eq!(nesting("1"), 0);
+        assert_eq!(nesting(r#"{"a":[1,{"b":"[[[{"}]}"#), 3);
+        assert_eq!(nesting(r#"["\"[["]"#), 1);
+    }
+
+    #[test]
+    fn a_message_nested_too_deep_is_refused() {
+        let deep = format!(
+            "{}{}",
+            "[".repeat(MESSAGE_DEPTH + 1),
+            "]".repeat(MESSAGE_DEPTH + 1)
+        );
+        assert!(StoredMessage::from_json(deep).is_err());
+        let fine = format!("{}{}", "[".repeat(MESSAGE_DEPTH), "]".repeat(MESSAGE_DEPTH));
+        assert!(StoredMessage::from_json(fine).is_ok());
     }
 }

@@ -231,6 +231,7 @@ fn prepare_save(
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(PreparedSave {
+        summary: json("summary", serde_json::to_string(summary))?,
         id: id.to_owned(),
         status: summary.status.as_str(),
         metadata: json("metadata", serde_json::to_string(&summary.metadata))?,

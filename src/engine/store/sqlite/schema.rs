@@ -37,11 +37,25 @@ pub(super) struct Migration {
 }
 
 /// Every migration, oldest first; the last one's version is the current schema version.
-pub(super) const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "sessions, messages and resume states",
-    apply: create_tables,
-}];
+pub(super) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "sessions, messages and resume states",
+        apply: create_tables,
+    },
+    Migration {
+        version: 2,
+        name: "each session's summary as JSON",
+        apply: add_summaries,
+    },
+];
+
+/// Schema version 2: `sessions.summary`, the summary as JSON text, written with the other columns
+/// at each save, so that `list()` joins stored texts rather than writing JSON for every row. Rows
+/// saved before it have none until their next save: `list()` writes theirs from their columns.
+fn add_summaries(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch("ALTER TABLE sessions ADD COLUMN summary TEXT")
+}
 
 /// Schema version 1.
 ///

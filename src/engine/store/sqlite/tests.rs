@@ -490,7 +490,10 @@ async fn a_failed_migration_leaves_the_file_at_the_version_before_it() {
         .expect_err("the migration fails");
     assert_host_error(
         &err,
-        "could not migrate it to schema version 2 (a step that fails half-way)",
+        &format!(
+            "could not migrate it to schema version {} (a step that fails half-way)",
+            latest + 1
+        ),
     );
     assert_host_error(&err, "no such table");
     assert_eq!(user_version(&path), i64::from(latest));
@@ -1304,4 +1307,34 @@ async fn list_json_is_list_written_as_json() {
     let listed = serde_json::to_value(store.list().await.unwrap()).unwrap();
     let json: Value = serde_json::from_str(&store.list_json().await.unwrap()).unwrap();
     assert_eq!(json, listed);
+}
+
+#[tokio::test]
+async fn rows_saved_before_the_summary_column_are_listed_from_their_columns() {
+    let dir = TempDir::new().unwrap();
+    let path = db_path(&dir);
+    let store = open(&path).await;
+    for i in 0..3 {
+        store
+            .save(&record(&format!("s{i}"), f64::from(i), 1), None)
+            .await
+            .unwrap();
+    }
+    store.close().await.unwrap();
+    // A row as schema version 1 wrote it: no summary.
+    raw(&path)
+        .execute("UPDATE sessions SET summary = NULL WHERE id = 's1'", [])
+        .unwrap();
+    let store = open(&path).await;
+    let listed = serde_json::to_value(store.list().await.unwrap()).unwrap();
+    let json: Value = serde_json::from_str(&store.list_json().await.unwrap()).unwrap();
+    assert_eq!(json, listed);
+    raw(&path)
+        .execute(
+            "UPDATE sessions SET summary = '{\"id\":' WHERE id = 's2'",
+            [],
+        )
+        .unwrap();
+    let damaged = store.list_json().await.unwrap_err();
+    assert_host_error(&damaged, "damaged summary");
 }

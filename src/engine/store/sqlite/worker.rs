@@ -57,6 +57,8 @@ pub(super) struct PreparedSave {
     pub(super) error: Option<String>,
     pub(super) pending_input: Option<String>,
     pub(super) usage: Option<String>,
+    /// The whole summary as JSON, for `list()`.
+    pub(super) summary: String,
     pub(super) messages: Vec<PreparedMessage>,
     pub(super) resume_state: Option<StoredResumeState>,
 }
@@ -90,6 +92,8 @@ struct PackedSummary {
     error: Option<Span>,
     pending_input: Option<Span>,
     usage: Option<Span>,
+    /// The summary as JSON, for rows saved since schema version 2.
+    summary: Option<Span>,
 }
 
 /// Every `sessions` row, the text of all of them in one buffer: `list()` moves two allocations
@@ -171,9 +175,16 @@ impl PackedSummaries {
             if index > 0 {
                 json.push(',');
             }
-            write_summary_json(&mut json, &self.fields(row))?;
+            match row.summary {
+                Some(summary) => json.push_str(self.str(summary)),
+                None => write_summary_json(&mut json, &self.fields(row))?,
+            }
         }
         json.push(']');
+        // One pass over the whole text: a damaged row is an error here, never a broken list.
+        serde_json::from_str::<serde::de::IgnoredAny>(&json).map_err(|_| {
+            SessionError::host("the sqlite store holds a damaged summary: list() cannot be written")
+        })?;
         Ok(json)
     }
 }
@@ -450,10 +461,12 @@ impl Worker {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|err| fail(&err))?;
         let mut outcomes = Vec::with_capacity(saves.len());
+        let mut dropped = false;
         for save in saves {
             let mut savepoint = tx.savepoint().map_err(|err| fail(&err))?;
             match write_save(&savepoint, save) {
-                Ok(()) => {
+                Ok(dropped_one) => {
+                    dropped |= dropped_one;
                     savepoint.commit().map_err(|err| fail(&err))?;
                     outcomes.push(Ok(()));
                 }
@@ -473,7 +486,20 @@ impl Worker {
             }
         }
         tx.commit().map_err(|err| fail(&err))?;
+        if dropped {
+            self.forget_dropped_states();
+        }
         Ok(outcomes)
+    }
+
+    /// A resume state was dropped: its text is still in the WAL's frames until a checkpoint
+    /// writes them into the database (where `secure_delete` zeroes what was freed) and truncates
+    /// the WAL. A secret must not outlive the suspension in either file, so checkpoint now.
+    fn forget_dropped_states(&mut self) {
+        // A busy checkpoint (another process reading) leaves frames behind; the next one gets them.
+        let _ = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
     }
 
     #[cfg(test)]
@@ -551,7 +577,7 @@ impl Worker {
         let fail = |err: rusqlite::Error| failed("list the sessions", &err);
         let mut statement = self
             .conn
-            .prepare_cached(&format!("SELECT {SUMMARY_COLUMNS} FROM sessions"))
+            .prepare_cached(&format!("SELECT {SUMMARY_COLUMNS}, summary FROM sessions"))
             .map_err(fail)?;
         let mut rows = statement.query([]).map_err(fail)?;
         let mut packed = PackedSummaries::default();
@@ -565,6 +591,7 @@ impl Worker {
             let error = packed.push(text(5).map_err(fail)?);
             let pending_input = packed.push(text(6).map_err(fail)?);
             let usage = packed.push(text(7).map_err(fail)?);
+            let summary = packed.push(text(8).map_err(fail)?);
             packed.rows.push(PackedSummary {
                 id: id.unwrap_or(Span { start: 0, end: 0 }),
                 status,
@@ -574,6 +601,7 @@ impl Worker {
                 error,
                 pending_input,
                 usage,
+                summary,
             });
         }
         Ok(packed)
@@ -604,16 +632,23 @@ impl Worker {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(fail)?;
         // The foreign keys cascade too; deleting each table's rows says it without relying on it.
+        let mut dropped = false;
         for sql in [
             "DELETE FROM messages WHERE session_id = ?1",
             "DELETE FROM resume_states WHERE session_id = ?1",
             "DELETE FROM sessions WHERE id = ?1",
         ] {
-            tx.prepare_cached(sql)
+            let removed = tx
+                .prepare_cached(sql)
                 .and_then(|mut statement| statement.execute([id]))
                 .map_err(fail)?;
+            dropped |= sql.contains("resume_states") && removed > 0;
         }
-        tx.commit().map_err(fail)
+        tx.commit().map_err(fail)?;
+        if dropped {
+            self.forget_dropped_states();
+        }
+        Ok(())
     }
 
     /// Checkpoints the WAL into the database and truncates it, then closes the connection.
@@ -679,15 +714,17 @@ fn unreadable(id: &str, what: &str) -> SessionError {
 
 /// Writes one save inside the caller's transaction: the summary, the messages that changed, the
 /// resume state.
-fn write_save(conn: &Connection, save: &PreparedSave) -> rusqlite::Result<()> {
+/// Writes `save`; answers whether it dropped a resume state (the session left `suspended`).
+fn write_save(conn: &Connection, save: &PreparedSave) -> rusqlite::Result<bool> {
     conn.prepare_cached(
         "INSERT INTO sessions (id, status, metadata, created_at_key, updated_at_key, error, \
-                               pending_input, usage) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+                               pending_input, usage, summary) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
          ON CONFLICT (id) DO UPDATE SET status = excluded.status, \
              metadata = excluded.metadata, created_at_key = excluded.created_at_key, \
              updated_at_key = excluded.updated_at_key, error = excluded.error, \
-             pending_input = excluded.pending_input, usage = excluded.usage",
+             pending_input = excluded.pending_input, usage = excluded.usage, \
+             summary = excluded.summary",
     )?
     .execute(params![
         save.id,
@@ -698,6 +735,7 @@ fn write_save(conn: &Connection, save: &PreparedSave) -> rusqlite::Result<()> {
         save.error,
         save.pending_input,
         save.usage,
+        save.summary,
     ])?;
 
     // What is stored, by position: a message whose digest matches is left alone.
@@ -742,19 +780,22 @@ fn write_save(conn: &Connection, save: &PreparedSave) -> rusqlite::Result<()> {
             .execute(params![save.id, position_key(save.messages.len())])?;
     }
 
-    match &save.resume_state {
+    let dropped = match &save.resume_state {
         Some(state) => conn
             .prepare_cached(
                 "INSERT INTO resume_states (session_id, format, body) VALUES (?1, ?2, ?3) \
                  ON CONFLICT (session_id) DO UPDATE SET format = excluded.format, \
                      body = excluded.body",
             )?
-            .execute(params![save.id, state.format, state.body])?,
-        None => conn
-            .prepare_cached("DELETE FROM resume_states WHERE session_id = ?1")?
-            .execute([&save.id])?,
+            .execute(params![save.id, state.format, state.body])
+            .map(|_| false)?,
+        None => {
+            conn.prepare_cached("DELETE FROM resume_states WHERE session_id = ?1")?
+                .execute([&save.id])?
+                > 0
+        }
     };
-    Ok(())
+    Ok(dropped)
 }
 
 /// A position as SQLite stores it; a conversation never comes near `i64::MAX` messages.
