@@ -453,6 +453,10 @@ impl Inner {
         read: Reading,
         sent: &[Value],
     ) {
+        // The end of a turn is a change of status like a command's: under the command lock, so
+        // that the next message cannot start (and be written) between this status and its write.
+        // No command waits for a turn to end while it holds the lock.
+        let command = entry.commands.lock().await;
         let cut = slot.cut_reason();
         let failed = read.failure.is_some();
         {
@@ -534,6 +538,7 @@ impl Inner {
         self.seams.clients.finish(turn_id, &summary);
         entry.notify();
         timers::arm_idle(self, entry);
+        drop(command);
     }
 }
 
