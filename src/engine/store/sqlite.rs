@@ -186,7 +186,7 @@ impl SessionStore for SqliteStore {
 
     async fn list_json(&self) -> Result<String> {
         self.worker
-            .call(Command::List)
+            .call(Command::ListJson)
             .await?
             .into_newest_first_json()
     }

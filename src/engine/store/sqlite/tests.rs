@@ -1338,3 +1338,31 @@ async fn rows_saved_before_the_summary_column_are_listed_from_their_columns() {
     let damaged = store.list_json().await.unwrap_err();
     assert_host_error(&damaged, "damaged summary");
 }
+
+#[tokio::test]
+#[ignore = "a measure, run by hand"]
+async fn measure_list_json() {
+    let dir = TempDir::new().unwrap();
+    let store = open(&db_path(&dir)).await;
+    for i in 0..10_000 {
+        let mut r = record(&format!("session-{i:05}"), f64::from(i), 0);
+        r.summary.usage = Some(json!({"inputTokens": 120, "outputTokens": 80, "totalTokens": 200}));
+        store.save(&r, None).await.unwrap();
+    }
+    for _ in 0..3 {
+        let t = std::time::Instant::now();
+        let packed = store
+            .worker
+            .call(super::worker::Command::ListJson)
+            .await
+            .unwrap();
+        let scanned = t.elapsed();
+        let json = packed.into_newest_first_json().unwrap();
+        println!(
+            "scan {:?}, json {:?}, bytes {}",
+            scanned,
+            t.elapsed() - scanned,
+            json.len()
+        );
+    }
+}

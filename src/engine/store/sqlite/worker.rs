@@ -106,6 +106,34 @@ pub(super) struct PackedSummaries {
 }
 
 impl PackedSummaries {
+    /// Moves the rows of `other` into these.
+    fn append(&mut self, other: PackedSummaries) {
+        let offset = self.text.len();
+        self.text.push_str(&other.text);
+        let shift = |span: Option<Span>| {
+            span.map(|span| Span {
+                start: span.start + offset,
+                end: span.end + offset,
+            })
+        };
+        for row in other.rows {
+            self.rows.push(PackedSummary {
+                id: Span {
+                    start: row.id.start + offset,
+                    end: row.id.end + offset,
+                },
+                status: shift(row.status),
+                metadata: shift(row.metadata),
+                created_at_key: row.created_at_key,
+                updated_at_key: row.updated_at_key,
+                error: shift(row.error),
+                pending_input: shift(row.pending_input),
+                usage: shift(row.usage),
+                summary: shift(row.summary),
+            });
+        }
+    }
+
     /// Appends `text`, if any, and gives its span.
     fn push(&mut self, text: Option<&str>) -> Option<Span> {
         let text = text?;
@@ -253,6 +281,8 @@ pub(super) enum Command {
     Save(Box<PreparedSave>, Reply<()>),
     Get(String, Reply<Option<SessionRecord>>),
     List(Reply<PackedSummaries>),
+    /// Like `List`, reading only the stored summaries of rows that have one.
+    ListJson(Reply<PackedSummaries>),
     GetResumeState(String, Reply<Option<StoredResumeState>>),
     Delete(String, Reply<()>),
     /// Checkpoint the WAL into the database, close the connection, stop.
@@ -415,6 +445,9 @@ impl Worker {
             Command::List(reply) => {
                 let _ = reply.send(self.list());
             }
+            Command::ListJson(reply) => {
+                let _ = reply.send(self.list_json());
+            }
             Command::GetResumeState(id, reply) => {
                 let _ = reply.send(self.get_resume_state(&id));
             }
@@ -574,11 +607,13 @@ impl Worker {
 
     /// Every summary, undecoded and in no order: a plain scan of `sessions`.
     fn list(&mut self) -> Result<PackedSummaries> {
+        self.scan(&format!("SELECT {SUMMARY_COLUMNS}, summary FROM sessions"))
+    }
+
+    /// The summaries of the rows `sql` (selecting the summary columns, then `summary`) gives.
+    fn scan(&mut self, sql: &str) -> Result<PackedSummaries> {
         let fail = |err: rusqlite::Error| failed("list the sessions", &err);
-        let mut statement = self
-            .conn
-            .prepare_cached(&format!("SELECT {SUMMARY_COLUMNS}, summary FROM sessions"))
-            .map_err(fail)?;
+        let mut statement = self.conn.prepare_cached(sql).map_err(fail)?;
         let mut rows = statement.query([]).map_err(fail)?;
         let mut packed = PackedSummaries::default();
         while let Some(row) = rows.next().map_err(fail)? {
@@ -604,6 +639,45 @@ impl Worker {
                 summary,
             });
         }
+        Ok(packed)
+    }
+
+    /// Every summary for `list()` as JSON: the stored summary text of each row that has one (one
+    /// column read), the columns of the rows saved before schema version 2.
+    fn list_json(&mut self) -> Result<PackedSummaries> {
+        let fail = |err: rusqlite::Error| failed("list the sessions", &err);
+        let mut packed = PackedSummaries::default();
+        {
+            let mut statement = self
+                .conn
+                .prepare_cached(
+                    "SELECT id, updated_at_key, summary FROM sessions WHERE summary IS NOT NULL",
+                )
+                .map_err(fail)?;
+            let mut rows = statement.query([]).map_err(fail)?;
+            while let Some(row) = rows.next().map_err(fail)? {
+                let text = |index: usize| -> rusqlite::Result<Option<&str>> {
+                    Ok(row.get_ref(index)?.as_str_or_null()?)
+                };
+                let id = packed.push(Some(text(0).map_err(fail)?.unwrap_or_default()));
+                let summary = packed.push(text(2).map_err(fail)?);
+                packed.rows.push(PackedSummary {
+                    id: id.unwrap_or(Span { start: 0, end: 0 }),
+                    status: None,
+                    metadata: None,
+                    created_at_key: 0,
+                    updated_at_key: row.get(1).map_err(fail)?,
+                    error: None,
+                    pending_input: None,
+                    usage: None,
+                    summary,
+                });
+            }
+        }
+        let older = self.scan(&format!(
+            "SELECT {SUMMARY_COLUMNS}, summary FROM sessions WHERE summary IS NULL"
+        ))?;
+        packed.append(older);
         Ok(packed)
     }
 
