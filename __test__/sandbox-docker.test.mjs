@@ -4,54 +4,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
-import { request } from 'node:http';
-import { fileURLToPath } from 'node:url';
 import { HarnessAgent } from '@ai-sdk/harness/agent';
+import { dockerHost as host, dockerSkipFor, image } from './support/docker.mjs';
 
 const require = createRequire(import.meta.url);
 const { dockerSandbox, isNativeSandboxSession } = require('../js/sandbox.js');
 const { SessionInputError, SessionError } = require('../js/errors.js');
 
-const image = process.env.HARNESS_SESSIONS_TEST_IMAGE ?? 'harness-sessions-test:busybox';
-const localSocket = fileURLToPath(new URL('../.cache/docker/docker.sock', import.meta.url));
-const host = process.env.DOCKER_HOST ?? (existsSync(localSocket) ? `unix://${localSocket}` : undefined);
-const required = process.env.HARNESS_SESSIONS_REQUIRE_DOCKER === '1';
-
-/** GET `path` on the engine: its status, or an error. */
-function engine(path) {
-  return new Promise((resolve, reject) => {
-    if (host === undefined || !host.startsWith('unix://')) {
-      reject(new Error(`no unix Docker endpoint (DOCKER_HOST=${host ?? 'unset'})`));
-      return;
-    }
-    const req = request({ socketPath: host.slice('unix://'.length), path, timeout: 3000 }, (res) => {
-      res.resume();
-      resolve(res.statusCode);
-    });
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.end();
-  });
-}
-
-async function dockerProblem() {
-  try {
-    if ((await engine('/_ping')) !== 200) return 'the Docker Engine does not answer';
-    if ((await engine(`/images/${encodeURIComponent(image)}/json`)) !== 200) {
-      return `the test image ${image} is missing: run scripts/docker/build-test-image.sh`;
-    }
-    return undefined;
-  } catch (error) {
-    return `no Docker Engine: ${error.message}`;
-  }
-}
-
-const problem = await dockerProblem();
-if (problem !== undefined && required) {
-  test('Docker is required (HARNESS_SESSIONS_REQUIRE_DOCKER=1)', () => assert.fail(problem));
-}
-const skip = problem !== undefined && !required ? `skipped: ${problem}` : false;
+const skip = dockerSkipFor(test);
 const dockerTest = (name, fn) => test(name, { skip }, fn);
 
 let counter = 0;

@@ -11,17 +11,14 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HarnessAgent } from '@ai-sdk/harness/agent';
 import { createSessionManager, dockerSandbox, localSandbox, sandboxPerSession, sharedSandbox } from '../index.js';
 import { createFakeSandbox, createScriptedHarness } from '../testing/index.mjs';
+import { dockerHost, dockerSkipFor, image } from './support/docker.mjs';
 
-const image = process.env.HARNESS_SESSIONS_TEST_IMAGE ?? 'harness-sessions-test:busybox';
-const localSocket = fileURLToPath(new URL('../.cache/docker/docker.sock', import.meta.url));
-const dockerHost = process.env.DOCKER_HOST ?? (existsSync(localSocket) ? `unix://${localSocket}` : undefined);
 
 // ─── What both processes share ────────────────────────────────────────────────────────────────────
 
@@ -131,40 +128,7 @@ if (process.env.STRATEGIES_CHILD !== undefined) {
 
 // ─── The tests ────────────────────────────────────────────────────────────────────────────────────
 
-function engine(path) {
-  return new Promise((resolve, reject) => {
-    if (dockerHost === undefined || !dockerHost.startsWith('unix://')) {
-      reject(new Error(`no unix Docker endpoint (DOCKER_HOST=${dockerHost ?? 'unset'})`));
-      return;
-    }
-    const req = request({ socketPath: dockerHost.slice('unix://'.length), path, timeout: 3000 }, (res) => {
-      res.resume();
-      resolve(res.statusCode);
-    });
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.end();
-  });
-}
-
-async function dockerProblem() {
-  try {
-    if ((await engine('/_ping')) !== 200) return 'the Docker Engine does not answer';
-    if ((await engine(`/images/${encodeURIComponent(image)}/json`)) !== 200) {
-      return `the test image ${image} is missing: run scripts/docker/build-test-image.sh`;
-    }
-    return undefined;
-  } catch (error) {
-    return `no Docker Engine: ${error.message}`;
-  }
-}
-
-const problem = await dockerProblem();
-const required = process.env.HARNESS_SESSIONS_REQUIRE_DOCKER === '1';
-if (problem !== undefined && required) {
-  test('Docker is required (HARNESS_SESSIONS_REQUIRE_DOCKER=1)', () => assert.fail(problem));
-}
-const dockerSkip = problem !== undefined && !required ? `skipped: ${problem}` : false;
+const dockerSkip = dockerSkipFor(test);
 
 let counter = 0;
 

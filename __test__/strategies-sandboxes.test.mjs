@@ -5,11 +5,9 @@
 // time of a fork of a shared Docker sandbox through the addon.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { request } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import {
   createSessionManager,
   dockerSandbox,
@@ -20,48 +18,11 @@ import {
   sharedSandbox,
 } from '../index.js';
 import { createDeferred, createFakeAgent, createFakeSandbox } from '../testing/index.mjs';
+import { dockerHost, dockerSkipFor, image } from './support/docker.mjs';
 
 // ─── Docker, when there is one ────────────────────────────────────────────────────────────────────
 
-const image = process.env.HARNESS_SESSIONS_TEST_IMAGE ?? 'harness-sessions-test:busybox';
-const localSocket = fileURLToPath(new URL('../.cache/docker/docker.sock', import.meta.url));
-const dockerHost = process.env.DOCKER_HOST ?? (existsSync(localSocket) ? `unix://${localSocket}` : undefined);
-const dockerRequired = process.env.HARNESS_SESSIONS_REQUIRE_DOCKER === '1';
-
-/** GET `path` on the engine: its status. */
-function engine(path) {
-  return new Promise((resolve, reject) => {
-    if (dockerHost === undefined || !dockerHost.startsWith('unix://')) {
-      reject(new Error(`no unix Docker endpoint (DOCKER_HOST=${dockerHost ?? 'unset'})`));
-      return;
-    }
-    const req = request({ socketPath: dockerHost.slice('unix://'.length), path, timeout: 3000 }, (res) => {
-      res.resume();
-      resolve(res.statusCode);
-    });
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.end();
-  });
-}
-
-async function dockerProblem() {
-  try {
-    if ((await engine('/_ping')) !== 200) return 'the Docker Engine does not answer';
-    if ((await engine(`/images/${encodeURIComponent(image)}/json`)) !== 200) {
-      return `the test image ${image} is missing: run scripts/docker/build-test-image.sh`;
-    }
-    return undefined;
-  } catch (error) {
-    return `no Docker Engine: ${error.message}`;
-  }
-}
-
-const problem = await dockerProblem();
-if (problem !== undefined && dockerRequired) {
-  test('Docker is required (HARNESS_SESSIONS_REQUIRE_DOCKER=1)', () => assert.fail(problem));
-}
-const dockerSkip = problem !== undefined && !dockerRequired ? `skipped: ${problem}` : false;
+const dockerSkip = dockerSkipFor(test);
 
 // ─── The backends ─────────────────────────────────────────────────────────────────────────────────
 

@@ -10,35 +10,7 @@
  */
 
 const { keeper, fromNative } = require('./errors.js');
-const { messageOf } = require('./turns.js');
-
-/** Objects that stay in JavaScript, known to the engine by number. */
-class Handles {
-  #next = 1;
-  #objects = new Map();
-
-  put(object) {
-    const id = this.#next++;
-    this.#objects.set(id, object);
-    return id;
-  }
-
-  get(id) {
-    const object = this.#objects.get(id);
-    if (object === undefined) throw new Error(`handle ${id} is unknown`);
-    return object;
-  }
-
-  take(id) {
-    const object = this.get(id);
-    this.#objects.delete(id);
-    return object;
-  }
-
-  get size() {
-    return this.#objects.size;
-  }
-}
+const { Handles, ok, failed } = require('./handles.js');
 
 const DONE = Promise.resolve('{"ok":true,"value":null}');
 
@@ -56,8 +28,8 @@ const DONE = Promise.resolve('{"ok":true,"value":null}');
  *   as `number` (`{ native: number }`), when `sandboxes` is one
  */
 function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessage, approve, nativeSandbox }) {
-  const sessions = new Handles();
-  const leases = new Handles();
+  const sessions = new Handles('harness session');
+  const leases = new Handles('lease');
 
   const errorOf = (details) => {
     if (details.origin !== undefined) {
@@ -172,11 +144,6 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessag
     },
   };
 
-  const ok = (value) => JSON.stringify({ ok: true, value: value ?? null });
-  const failed = (error) => {
-    const origin = keeper.keep(error);
-    return JSON.stringify({ ok: false, error: { message: messageOf(error), origin } });
-  };
 
   function host(op, payload) {
     try {

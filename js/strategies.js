@@ -15,9 +15,9 @@
  */
 
 const binding = require('../binding.js');
-const { keeper, fromNative, SessionInputError } = require('./errors.js');
+const { fromNative, SessionInputError } = require('./errors.js');
 const { isNativeSandboxSession } = require('./sandbox.js');
-const { messageOf } = require('./turns.js');
+const { Handles, ok, failed } = require('./handles.js');
 const { holding } = require('./keep-alive.js');
 
 /** The native strategy behind a strategy object, and how to find the sandboxes it hands out. */
@@ -33,34 +33,6 @@ function checkNames(options, names, what) {
   }
 }
 
-/** JavaScript objects known to Rust by number. */
-class Handles {
-  #next = 1;
-  #objects = new Map();
-
-  put(object) {
-    const id = this.#next++;
-    this.#objects.set(id, object);
-    return id;
-  }
-
-  get(id) {
-    const object = this.#objects.get(id);
-    if (object === undefined) throw new Error(`sandbox handle ${id} is unknown`);
-    return object;
-  }
-
-  forget(id) {
-    this.#objects.delete(id);
-  }
-
-  get size() {
-    return this.#objects.size;
-  }
-}
-
-const ok = (value) => JSON.stringify({ ok: true, value: value ?? null });
-const failed = (error) => JSON.stringify({ ok: false, error: { message: messageOf(error), origin: keeper.keep(error) } });
 
 /** A host function over `ops`: each answer a promise of `{ ok, value }` or `{ ok: false, error }`. */
 function hostOf(ops) {
@@ -178,7 +150,7 @@ function sharedSandbox(options) {
   need(options !== null && typeof options === 'object', 'options', 'sharedSandbox() takes { open, ports, stopWhenUnused? }');
   checkNames(options, ['open', 'ports', 'stopWhenUnused'], 'sharedSandbox()');
   const { open, ports, stopWhenUnused } = options;
-  const handles = new Handles();
+  const handles = new Handles('sandbox handle');
   let native;
   const { give, ops } = sandboxOps(handles, () => native);
   ops.open = async () => {
@@ -235,7 +207,7 @@ function sandboxPerSession(options) {
     need(typeof create === 'function', 'create', 'create must be a function (sessionId) => sandbox session');
     need(resume === undefined || typeof resume === 'function', 'resume', 'resume must be a function (sessionId) => sandbox session');
   }
-  const handles = new Handles();
+  const handles = new Handles('sandbox handle');
   let native;
   const { give, ops } = sandboxOps(handles, () => native);
   ops.create = async ({ sessionId }) => give(await create(sessionId), 'create()');
