@@ -122,20 +122,9 @@ class ErrorKeeper {
     return id;
   }
 
-  /** The error numbered `id`, forgotten once taken. */
-  take(id) {
-    const error = this.#errors.get(id);
-    this.#errors.delete(id);
-    return error;
-  }
-
   /** The error numbered `id`, kept. */
   peek(id) {
     return this.#errors.get(id);
-  }
-
-  release(id) {
-    this.#errors.delete(id);
   }
 }
 
