@@ -68,6 +68,32 @@ impl<T> Source<T> {
     }
 }
 
+/// The next batch of `source`, read with `read`, as a `Buffer`; `None` at its end.
+async fn read_batch<T, F>(source: Arc<Source<T>>, read: F) -> napi::Result<Option<Buffer>>
+where
+    T: Send + 'static,
+    F: for<'a> FnOnce(&'a mut T) -> futures::future::BoxFuture<'a, Result<Option<Bytes>>>
+        + Send
+        + 'static,
+{
+    guard(async move {
+        Ok(source
+            .read_with(read)
+            .await?
+            .map(|bytes| Buffer::from(bytes.to_vec())))
+    })
+    .await
+}
+
+/// Cancels `source`: what comes next is dropped.
+async fn cancel<T: Send + 'static>(source: Arc<Source<T>>) -> napi::Result<()> {
+    guard(async move {
+        source.cancel().await;
+        Ok(())
+    })
+    .await
+}
+
 /// A process started in a sandbox.
 #[napi]
 pub struct NativeSandboxProcess {
@@ -103,49 +129,25 @@ impl NativeSandboxProcess {
     /// The next batch of standard output, or `null` at its end.
     #[napi]
     pub async fn read_stdout(&self) -> napi::Result<Option<Buffer>> {
-        let source = self.stdout.clone();
-        guard(async move {
-            Ok(source
-                .read_with(read_output)
-                .await?
-                .map(|bytes| Buffer::from(bytes.to_vec())))
-        })
-        .await
+        read_batch(self.stdout.clone(), read_output).await
     }
 
     /// The next batch of standard error, or `null` at its end.
     #[napi]
     pub async fn read_stderr(&self) -> napi::Result<Option<Buffer>> {
-        let source = self.stderr.clone();
-        guard(async move {
-            Ok(source
-                .read_with(read_output)
-                .await?
-                .map(|bytes| Buffer::from(bytes.to_vec())))
-        })
-        .await
+        read_batch(self.stderr.clone(), read_output).await
     }
 
     /// Stops reading standard output: what comes next is dropped.
     #[napi]
     pub async fn cancel_stdout(&self) -> napi::Result<()> {
-        let source = self.stdout.clone();
-        guard(async move {
-            source.cancel().await;
-            Ok(())
-        })
-        .await
+        cancel(self.stdout.clone()).await
     }
 
     /// Stops reading standard error: what comes next is dropped.
     #[napi]
     pub async fn cancel_stderr(&self) -> napi::Result<()> {
-        let source = self.stderr.clone();
-        guard(async move {
-            source.cancel().await;
-            Ok(())
-        })
-        .await
+        cancel(self.stderr.clone()).await
     }
 
     /// Its exit code, once it has ended.
@@ -234,25 +236,13 @@ impl NativeFileReader {
     /// The next batch of the file, or `null` at its end.
     #[napi]
     pub async fn read(&self) -> napi::Result<Option<Buffer>> {
-        let source = self.source.clone();
-        guard(async move {
-            Ok(source
-                .read_with(read_file_batch)
-                .await?
-                .map(|bytes| Buffer::from(bytes.to_vec())))
-        })
-        .await
+        read_batch(self.source.clone(), read_file_batch).await
     }
 
     /// Stops reading.
     #[napi]
     pub async fn cancel(&self) -> napi::Result<()> {
-        let source = self.source.clone();
-        guard(async move {
-            source.cancel().await;
-            Ok(())
-        })
-        .await
+        cancel(self.source.clone()).await
     }
 }
 

@@ -242,6 +242,51 @@ impl Slot {
     }
 }
 
+/// The last fields `updateToolPart` and `updateDynamicToolPart` both set on an existing part.
+struct ToolTail {
+    preliminary: Option<bool>,
+    title: Option<Value>,
+    tool_metadata: Option<Value>,
+    provider_executed: Option<bool>,
+    provider_metadata: Option<Value>,
+}
+
+/// Sets `tail` on an existing tool part, in the order both updates of `ai` set it: the provider
+/// metadata goes to `resultProviderMetadata` for a result, `callProviderMetadata` otherwise.
+fn assign_tool_tail(
+    part: &mut Map<String, Value>,
+    ghosts: &mut Ghosts,
+    tail: ToolTail,
+    is_result: bool,
+) {
+    assign(
+        part,
+        ghosts,
+        "preliminary",
+        tail.preliminary.map(Value::Bool),
+    );
+    if let Some(title) = tail.title {
+        assign(part, ghosts, "title", Some(title));
+    }
+    if let Some(tool_metadata) = tail.tool_metadata {
+        assign(part, ghosts, "toolMetadata", Some(tool_metadata));
+    }
+    assign_or_keep(
+        part,
+        ghosts,
+        "providerExecuted",
+        tail.provider_executed.map(Value::Bool),
+    );
+    if let Some(provider_metadata) = tail.provider_metadata {
+        let key = if is_result {
+            "resultProviderMetadata"
+        } else {
+            "callProviderMetadata"
+        };
+        assign(part, ghosts, key, Some(provider_metadata));
+    }
+}
+
 /// The options of `updateToolPart` / `updateDynamicToolPart`.
 struct ToolUpdate<'a> {
     tool_call_id: &'a str,
@@ -633,32 +678,18 @@ impl MessageAccumulator {
                 assign(part, ghosts, "output", options.output);
                 assign(part, ghosts, "errorText", options.error_text);
                 set_slot(part, ghosts, "rawInput", options.raw_input);
-                assign(
+                assign_tool_tail(
                     part,
                     ghosts,
-                    "preliminary",
-                    options.preliminary.map(Value::Bool),
+                    ToolTail {
+                        preliminary: options.preliminary,
+                        title: options.title,
+                        tool_metadata: options.tool_metadata,
+                        provider_executed: options.provider_executed,
+                        provider_metadata: options.provider_metadata,
+                    },
+                    is_result,
                 );
-                if let Some(title) = options.title {
-                    assign(part, ghosts, "title", Some(title));
-                }
-                if let Some(tool_metadata) = options.tool_metadata {
-                    assign(part, ghosts, "toolMetadata", Some(tool_metadata));
-                }
-                assign_or_keep(
-                    part,
-                    ghosts,
-                    "providerExecuted",
-                    options.provider_executed.map(Value::Bool),
-                );
-                if let Some(provider_metadata) = options.provider_metadata {
-                    let key = if is_result {
-                        "resultProviderMetadata"
-                    } else {
-                        "callProviderMetadata"
-                    };
-                    assign(part, ghosts, key, Some(provider_metadata));
-                }
             }
             None => {
                 let is_result = options.is_result();
@@ -720,32 +751,18 @@ impl MessageAccumulator {
                     }
                     _ => assign_or_keep(part, ghosts, "rawInput", None),
                 }
-                assign(
+                assign_tool_tail(
                     part,
                     ghosts,
-                    "preliminary",
-                    options.preliminary.map(Value::Bool),
+                    ToolTail {
+                        preliminary: options.preliminary,
+                        title: options.title,
+                        tool_metadata: options.tool_metadata,
+                        provider_executed: options.provider_executed,
+                        provider_metadata: options.provider_metadata,
+                    },
+                    is_result,
                 );
-                if let Some(title) = options.title {
-                    assign(part, ghosts, "title", Some(title));
-                }
-                if let Some(tool_metadata) = options.tool_metadata {
-                    assign(part, ghosts, "toolMetadata", Some(tool_metadata));
-                }
-                assign_or_keep(
-                    part,
-                    ghosts,
-                    "providerExecuted",
-                    options.provider_executed.map(Value::Bool),
-                );
-                if let Some(provider_metadata) = options.provider_metadata {
-                    let key = if is_result {
-                        "resultProviderMetadata"
-                    } else {
-                        "callProviderMetadata"
-                    };
-                    assign(part, ghosts, key, Some(provider_metadata));
-                }
             }
             None => {
                 let is_result = options.is_result();
@@ -1266,20 +1283,11 @@ mod tests {
 
     #[test]
     fn the_fixtures_come_out_as_ai_7_0_112_reads_them() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("__test__/fixtures/ui-message-stream");
         let mut cases = 0;
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().and_then(|e| e.to_str()) != Some("json") {
-                continue;
-            }
-            let fixture: Value =
-                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for (name, fixture) in crate::engine::ui::fixtures() {
             let input = Some(fixture["inputMessage"].clone()).filter(|m| !m.is_null());
             let accumulator = run(input, fixture["chunks"].as_array().unwrap());
             let expected = &fixture["server_ai_7_0_112"];
-            let name = path.display();
             // Key order included: compare the JSON text.
             assert_eq!(
                 to_json(&accumulator.last_snapshot()).unwrap(),

@@ -1420,19 +1420,11 @@ mod tests {
 
     #[test]
     fn the_fixture_chunks_round_trip() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("__test__/fixtures/ui-message-stream");
         let mut seen = 0;
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().and_then(|e| e.to_str()) != Some("json") {
-                continue;
-            }
-            let fixture: Value =
-                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for (name, fixture) in crate::engine::ui::fixtures() {
             for chunk in fixture["chunks"].as_array().unwrap() {
                 let text = serde_json::to_string(chunk).unwrap();
-                assert_eq!(round_trip(&text), text, "{}", path.display());
+                assert_eq!(round_trip(&text), text, "{name}");
                 seen += 1;
             }
         }

@@ -14,3 +14,22 @@ pub mod sse;
 pub use accumulator::{AccumulateError, Changed, MessageAccumulator, ReaderError};
 pub use chunk::{ChunkError, ChunkKind, DataChunk, Extra, UiChunk};
 pub use sse::{to_json, write_json, SseEncoder, SSE_DONE, UI_MESSAGE_STREAM_HEADERS};
+
+/// The recorded vectors of `__test__/fixtures/ui-message-stream`, for the tests of this module.
+#[cfg(test)]
+pub(crate) fn fixtures() -> Vec<(String, serde_json::Value)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("__test__/fixtures/ui-message-stream");
+    let mut fixtures: Vec<(String, serde_json::Value)> = std::fs::read_dir(dir)
+        .expect("the fixtures folder")
+        .map(|entry| entry.expect("a fixture").path())
+        .filter(|path| path.extension().and_then(|e| e.to_str()) == Some("json"))
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("a readable fixture");
+            let fixture = serde_json::from_str(&text).expect("a JSON fixture");
+            (path.display().to_string(), fixture)
+        })
+        .collect();
+    fixtures.sort_by(|a, b| a.0.cmp(&b.0));
+    fixtures
+}
