@@ -1,6 +1,6 @@
 // dockerSandbox() through the addon, on a real Docker Engine with the test image
 // (scripts/docker/start.sh, scripts/docker/build-test-image.sh). Skipped without them, unless
-// HARNESS_SESSIONS_REQUIRE_DOCKER=1: then it fails. Prints the median timings of a session's life.
+// HARNESS_SESSIONS_REQUIRE_DOCKER=1: then it fails. Its timings are measured by `npm run bench`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
@@ -170,29 +170,4 @@ dockerTest('the real HarnessAgent creates a session on an agent-owned container'
   assert.equal((await resumed.run({ command: `ls -d /workspace/minimal-${sessionId}` })).exitCode, 0);
   await harnessSession.destroy();
   await assert.rejects(sandboxes.resumeSession({ sessionId }), /No sandbox container/);
-});
-
-dockerTest('timings: median of 10 (printed, not asserted)', async (t) => {
-  const median = (samples) => samples.sort((a, b) => a - b)[Math.floor(samples.length / 2)];
-  const figures = { ready: [], run: [], stop: [], resume: [], fork: [], destroy: [] };
-  const time = async (key, f) => {
-    const started = performance.now();
-    const result = await f();
-    figures[key].push(performance.now() - started);
-    return result;
-  };
-  for (let i = 0; i < 10; i += 1) {
-    const id = fresh('timing');
-    const session = await time('ready', () => dockerSandbox(options).createSession({ sessionId: id }));
-    await time('run', () => session.run({ command: 'true' }));
-    await time('stop', () => session.stop());
-    const resumed = await time('resume', () => dockerSandbox(options).resumeSession({ sessionId: id }));
-    await time('fork', () => resumed.fork({ workingDirectory: 'views/a' }));
-    await time('destroy', () => resumed.destroy());
-  }
-  const line = Object.entries(figures)
-    .map(([key, samples]) => `${key} ${median(samples).toFixed(0)} ms`)
-    .join(', ');
-  t.diagnostic(`docker sandbox through the addon, median of 10: ${line}`);
-  console.log(`docker sandbox through the addon, median of 10: ${line}`);
 });

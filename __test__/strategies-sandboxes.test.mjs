@@ -1,8 +1,8 @@
 // sharedSandbox() and sandboxPerSession(): the same tests against localSandbox(), a JavaScript
 // sandbox (testing/fake-sandbox.mjs) and dockerSandbox() on a real Docker Engine with the test
 // image (scripts/docker/start.sh, scripts/docker/build-test-image.sh). The Docker ones are skipped
-// without an engine, unless HARNESS_SESSIONS_REQUIRE_DOCKER=1: then they fail. Prints the median
-// time of a fork of a shared Docker sandbox through the addon.
+// without an engine, unless HARNESS_SESSIONS_REQUIRE_DOCKER=1: then they fail. The time of a fork
+// of a shared Docker sandbox is measured by `npm run bench`.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -468,55 +468,3 @@ for (const kind of backends) {
     );
   });
 }
-
-// ─── A fork of a shared Docker sandbox, timed ─────────────────────────────────────────────────────
-
-test('the time of a fork of a shared Docker sandbox (median of 10, through the addon)', { skip: dockerSkip }, async (t) => {
-  const provider = dockerSandbox({ image, host: dockerHost, namePrefix: `${fresh('hs-strat-time')}-`, network: 'host' });
-  const root = await provider();
-  const median = (values) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)];
-  const timed = async (f) => {
-    const started = process.hrtime.bigint();
-    await f();
-    return Number(process.hrtime.bigint() - started) / 1e6;
-  };
-  try {
-    const figures = { 'fork(), a new working directory': [], 'fork(), an existing one': [] };
-    figures['sharedSandbox().acquire(), a new session'] = [];
-    figures['sharedSandbox().acquire(), a resumed session'] = [];
-    figures['lease.suspend()'] = [];
-    await root.fork({ ports: [4399], workingDirectory: 'warm-up' });
-    for (let i = 0; i < 10; i += 1) {
-      figures['fork(), a new working directory'].push(
-        await timed(() => root.fork({ ports: [4400 + i], workingDirectory: `sessions/forked-${i}` })),
-      );
-    }
-    for (let i = 0; i < 10; i += 1) {
-      figures['fork(), an existing one'].push(
-        await timed(() => root.fork({ ports: [4400 + i], workingDirectory: `sessions/forked-${i}` })),
-      );
-    }
-    const shared = sharedSandbox({ open: () => root, ports: [4410] });
-    await (await shared.acquire('warm-up', { resume: false })).close();
-    for (const [kind, resume] of [
-      ['a new session', false],
-      ['a resumed session', true],
-    ]) {
-      for (let i = 0; i < 10; i += 1) {
-        let lease;
-        figures[`sharedSandbox().acquire(), ${kind}`].push(
-          await timed(async () => {
-            lease = await shared.acquire(`acquired-${i}`, { resume });
-          }),
-        );
-        figures['lease.suspend()'].push(await timed(() => lease.suspend()));
-      }
-    }
-    for (const [what, values] of Object.entries(figures)) {
-      const line = `a shared Docker sandbox, through the addon, median of ${values.length}: ${what} ${median(values).toFixed(2)} ms`;
-      t.diagnostic(line);
-    }
-  } finally {
-    await root.destroy();
-  }
-});
