@@ -93,6 +93,10 @@ impl HarnessSession for ScriptedSession {
         Ok(Box::new(Abort(abort)))
     }
 
+    async fn has_unfinished_turn(&self) -> Result<bool> {
+        Ok(false)
+    }
+
     async fn stop(&self) -> Result<Value> {
         Ok(json!({"type": "resume-session", "data": {"id": self.id}}))
     }
