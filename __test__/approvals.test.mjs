@@ -66,13 +66,13 @@ describe('a turn that pauses (fake agent)', () => {
     assert.equal(second.session.status, 'idle');
     const continued = agent.calls.find((c) => c.method === 'continueStream');
     assert.deepEqual(continued.options.toolApprovalContinuations, [
-      { type: 'tool-approval-response', approvalId: approval.approvalId, approved: false, reason: 'The tool call was denied.' },
-    ]);
+      { type: 'tool-approval-response', approvalId: approval.approvalId, approved: false },
+    ], 'a denial without a reason reaches the agent without one');
     const record = await sessions.get('p');
     assert.equal(record.messages.length, 2, 'one user message, one assistant message');
     const part = record.messages[1].parts.find((p) => p.type === 'tool-bash');
     assert.equal(part.state, 'approval-responded');
-    assert.deepEqual(part.approval, { id: approval.approvalId, approved: false, reason: 'The tool call was denied.' });
+    assert.deepEqual(part.approval, { id: approval.approvalId, approved: false });
     await conflict(sessions.continue('p', { toolApprovalContinuations: [approve(approval)] }), 'idle', NO_INPUT);
     await sessions.shutdown();
   });
