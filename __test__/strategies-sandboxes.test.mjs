@@ -296,7 +296,7 @@ for (const kind of backends) {
     );
 
     test(
-      'shutdown stops it',
+      'shutdown stops it with stopWhenUnused only: without, it frees the ports and leaves it running',
       withBackend(kind, async (backend) => {
         const { open, opened } = countingOpen(backend);
         const shared = sharedSandbox({ open, ports: [4341] });
@@ -304,8 +304,15 @@ for (const kind of backends) {
         await a.suspend();
         assert.equal(await refuses(opened[0]), false, 'kept running without stopWhenUnused');
         await shared.shutdown();
-        assert.equal(await refuses(opened[0]), true);
-        await shared.shutdown();
+        assert.equal(await refuses(opened[0]), false, 'still running after shutdown()');
+        await opened[0].stop();
+        const stopping = countingOpen(backend);
+        const stops = sharedSandbox({ open: stopping.open, ports: [4342], stopWhenUnused: true });
+        const held = await stops.acquire('b', { resume: false });
+        await stops.shutdown();
+        assert.equal(await refuses(stopping.opened[0]), true, 'stopped by shutdown() with stopWhenUnused');
+        await held.close();
+        await stops.shutdown();
       }),
     );
 
@@ -356,7 +363,8 @@ for (const kind of backends) {
         assert.deepEqual(portsOf('b'), [[4352], [4351]], 'b resumed on the port a gave back');
         assert.equal(opened.length, 1, 'one sandbox all along');
         await sessions.shutdown();
-        assert.equal(await refuses(opened[0]), true, 'shutdown() stops the shared sandbox');
+        assert.equal(await refuses(opened[0]), false, 'shutdown() leaves the shared sandbox running without stopWhenUnused');
+        await opened[0].stop();
         assert.deepEqual(errors, []);
       }),
     );

@@ -168,7 +168,7 @@ impl Inner {
         if let Err(error) = result {
             self.seams.hooks.on_error(&error, "start", Some(&entry.id));
         }
-        self.save_or_report(entry, None, "start").await;
+        self.save_or_report(entry, None, "write").await;
         entry.notify();
         timers::arm_idle(self, entry);
     }
@@ -199,7 +199,7 @@ impl Inner {
             let action = if resuming { "resume" } else { "start" };
             self.seams.hooks.on_error(error, action, Some(&entry.id));
         }
-        self.save_or_report(entry, resume_state.filter(|_| resuming), "start")
+        self.save_or_report(entry, resume_state.filter(|_| resuming), "write")
             .await;
         entry.notify();
     }
