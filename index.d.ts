@@ -314,6 +314,11 @@ export interface SessionManagerOptions<METADATA> {
   errorMessage?: (error: unknown) => string;
   /** Called with what fails in the background. Default: `console.error`. */
   onError?: (error: unknown, context: { action: string; sessionId?: string }) => void;
+  /**
+   * The chunks of a turn under way kept as they are for `reconnect()`; past it they are kept
+   * compacted (the deltas of each part joined). Default: 10,000.
+   */
+  reconnectBufferChunks?: number;
 }
 
 /** A user message: `useChat`'s last message, or its text. */
@@ -363,6 +368,11 @@ export interface SessionManager<METADATA = unknown> {
   list(): Promise<SessionSummary<METADATA>[]>;
   send(id: string, options: SendOptions): Promise<SessionTurn<METADATA>>;
   continue(id: string, options: ContinueOptions): Promise<SessionTurn<METADATA>>;
+  /**
+   * The turn under way of the session, from its first chunk and then live, as its first client
+   * got it; `undefined` when no turn is under way (or the session is unknown).
+   */
+  reconnect(id: string): Promise<SessionTurn<METADATA> | undefined>;
   update(
     id: string,
     changes: { metadata: ((metadata: METADATA) => METADATA) | METADATA },

@@ -31,6 +31,7 @@ const OPTION_NAMES = new Set([
   'generateId',
   'errorMessage',
   'onError',
+  'reconnectBufferChunks',
 ]);
 
 function checkOptions(given) {
@@ -50,6 +51,12 @@ function checkOptions(given) {
     need(options[name] === undefined || typeof options[name] === 'function', name, `${name} must be a function`);
   }
   for (const name of ['idleTimeoutMs', 'closeSuspendedAfterMs', 'turnTimeoutMs']) checkDuration(options[name], name);
+  need(
+    options.reconnectBufferChunks === undefined ||
+      (Number.isInteger(options.reconnectBufferChunks) && options.reconnectBufferChunks >= 0 && options.reconnectBufferChunks <= 0xffffffff),
+    'reconnectBufferChunks',
+    'reconnectBufferChunks must be a whole number, zero or more',
+  );
   need(
     options.suspendIdleWhenFull === undefined || typeof options.suspendIdleWhenFull === 'boolean',
     'suspendIdleWhenFull',
@@ -86,7 +93,7 @@ function createSessionManager(given) {
   };
 
   let manager;
-  const turns = new Turns(() => manager, errorMessage);
+  const turns = new Turns(() => manager, errorMessage, options.reconnectBufferChunks);
   // sharedSandbox() and sandboxPerSession() are strategies in Rust: the manager uses them directly.
   const nativeSandboxes = nativeSandboxesOf(options.sandboxes);
   const host = createHost({
@@ -162,6 +169,7 @@ function createSessionManager(given) {
       turns.discard(turn, thrown);
       throw thrown;
     }
+    turns.started(turn, id);
     return sessionTurn(turn);
   }
 
@@ -203,6 +211,11 @@ function createSessionManager(given) {
       return startTurn(id, abortSignal, (turnId) =>
         manager.continue(id, json({ ...request, turnId }, 'message')),
       );
+    },
+    async reconnect(id) {
+      checkId(id);
+      const turn = turns.reconnect(id);
+      return turn === undefined ? undefined : sessionTurn(turn);
     },
     async update(id, changes) {
       checkId(id);

@@ -366,9 +366,16 @@ impl Inner {
         } else {
             STOPPED_WITHOUT_SUSPENDING
         };
+        let was_busy = record.summary.status == SessionStatus::Busy;
         if let Some(last) = record.messages.last_mut() {
             let mut message = last.to_value();
-            if messages::close_dangling_tool_calls(&mut message) {
+            let mut changed = messages::close_dangling_tool_calls(&mut message);
+            // The reply a crash cut short is marked as cut, with the session's error.
+            if was_busy && message.get("role").and_then(Value::as_str) == Some("assistant") {
+                messages::mark_cut(&mut message, error);
+                changed = true;
+            }
+            if changed {
                 *last = crate::engine::session::StoredMessage::from_value(&message);
             }
         }

@@ -460,6 +460,7 @@ impl Inner {
             let _ = turn.reply.push(&chunk);
             match chunk.type_name() {
                 "finish" => read.finish = Some(chunk),
+                "abort" => read.abort = Some(chunk),
                 "tool-approval-request" if holding => read.requests.push(chunk),
                 _ => {}
             }
@@ -592,6 +593,18 @@ impl Inner {
         };
         let mut closing = Vec::new();
         let gone = slot.client_gone.load(std::sync::atomic::Ordering::SeqCst);
+        // Why the reply ends cut short, if it does: it is marked so, and its readers told.
+        let cut_for = cut.clone().or_else(|| {
+            read.abort.as_ref().map(|_| {
+                read.failure
+                    .as_ref()
+                    .map_or(messages::TURN_ABORTED.to_owned(), ToString::to_string)
+            })
+        });
+        if let Some(chunk) = cut_for.as_deref().and_then(messages::cut_chunk) {
+            closing.push(chunk);
+        }
+        closing.extend(read.abort.clone());
         {
             let mut state = entry.state();
             let (live, turn) = match std::mem::replace(&mut state.phase, Phase::Kept) {
@@ -610,7 +623,10 @@ impl Inner {
                     policy_decisions,
                     ..
                 } = *turn;
-                let message = reply.into_message();
+                let mut message = reply.into_message();
+                if let Some(reason) = cut_for.as_deref() {
+                    messages::mark_cut(&mut message, reason);
+                }
                 let has_parts = message
                     .get("parts")
                     .and_then(Value::as_array)
@@ -734,4 +750,7 @@ struct Reading {
     failure: Option<SessionError>,
     /// Whether the client must be told of the failure (it never reached the agent's stream).
     tell_client: bool,
+    /// The `abort` chunk the agent's stream ended with (its caller aborted it), held back for
+    /// the end.
+    abort: Option<UiChunk>,
 }
