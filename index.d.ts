@@ -316,7 +316,7 @@ export interface SessionManagerOptions<METADATA> {
   onError?: (error: unknown, context: { action: string; sessionId?: string }) => void;
   /**
    * The chunks of a turn under way kept as they are for `reconnect()`; past it they are kept
-   * compacted (the deltas of each part joined). Default: 10,000.
+   * compacted (the deltas of each part joined). Default: 20,000.
    */
   reconnectBufferChunks?: number;
 }
@@ -328,6 +328,12 @@ export interface SendOptions {
   prompt?: string;
   /** Aborts the turn: the request's signal, so that the client's stop button stops it. */
   abortSignal?: AbortSignal;
+  /**
+   * Makes the request idempotent: the same id again with the same request returns the turn it
+   * started (live, or its recorded reply replayed); with another request, a
+   * `SessionConflictError`. A session keeps its last 100.
+   */
+  submissionId?: string;
 }
 
 /** The answers to what a session `awaiting-input` waits for. */
@@ -337,6 +343,8 @@ export interface ContinueOptions {
   toolApprovalContinuations?: readonly ToolApprovalResponse[];
   toolResultContinuations?: readonly ToolResultPart[];
   abortSignal?: AbortSignal;
+  /** As {@link SendOptions.submissionId}, for the answers. */
+  submissionId?: string;
 }
 
 /** The init of a turn's response. */

@@ -7,13 +7,14 @@
  * defaults for everything but the functions, and validation live in Rust.
  */
 
-const { randomUUID } = require('node:crypto');
+const { randomUUID, createHash } = require('node:crypto');
 const native = require('../binding.js');
 const { SessionNotFoundError, translating, fromNative } = require('./errors.js');
 const { need, plain, checkId, checkDuration, json } = require('./input.js');
 const { createHost } = require('./host.js');
 const { Turns } = require('./turns.js');
 const { toUIMessageStreamResponse } = require('./sse.js');
+const { messageChunks, streamOf } = require('./replay.js');
 const { NATIVE_STORE } = require('./stores.js');
 const { nativeSandboxesOf } = require('./strategies.js');
 const { getHarnessErrorMessage } = require('./harness-errors.js');
@@ -162,15 +163,34 @@ function createSessionManager(given) {
     checkId(id);
     need(abortSignal === undefined || abortSignal instanceof AbortSignal, 'abortSignal', 'abortSignal must be an AbortSignal');
     const turn = turns.open(abortSignal);
+    let started;
     try {
-      await holding(begin(turn.turnId));
+      started = parse(await holding(begin(turn.turnId)));
     } catch (error) {
       const thrown = fromNative(error);
       turns.discard(turn, thrown);
       throw thrown;
     }
-    turns.started(turn, id);
+    if (started?.replayed) {
+      turns.forget(turn);
+      return submittedTurn(id, started);
+    }
+    turns.started(turn, id, started?.messageId);
     return sessionTurn(turn);
+  }
+
+  /**
+   * The turn a `submissionId` started before: live, as `reconnect()`; over, its recorded reply
+   * replayed, and `done` the session as it is.
+   */
+  async function submittedTurn(id, started) {
+    const live = turns.reconnect(id, started.messageId);
+    if (live !== undefined) return sessionTurn(live);
+    const record = await api.get(id);
+    const reply = record?.messages.find((message) => message.id === started.messageId && message.role === 'assistant');
+    const stream = streamOf(reply === undefined ? [] : messageChunks(reply));
+    const { messages, ...session } = record ?? { messages: [], ...started.session };
+    return sessionTurn({ stream, done: Promise.resolve(session) });
   }
 
   const api = {
@@ -189,25 +209,28 @@ function createSessionManager(given) {
       return parse(await call(() => manager.list()));
     },
     async send(id, options) {
-      const { message, prompt, abortSignal } = plain(options, 'options', ['message', 'prompt', 'abortSignal']);
+      const { message, prompt, abortSignal, submissionId } = plain(options, 'options', ['message', 'prompt', 'abortSignal', 'submissionId']);
       need(typeof message === 'string' || (message !== null && typeof message === 'object'), 'message', 'message must be a string or a UIMessage');
       need(prompt === undefined || typeof prompt === 'string', 'prompt', 'prompt must be a string');
-      const request = { message, prompt, messageId: newId(), replyId: newId() };
+      const submission = submissionOf(submissionId, ['send', message, prompt]);
+      const request = { message, prompt, messageId: newId(), replyId: newId(), submission };
       return startTurn(id, abortSignal, (turnId) =>
         manager.send(id, json({ ...request, turnId }, 'message')),
       );
     },
     async continue(id, options) {
-      const { message, toolApprovalContinuations, toolResultContinuations, abortSignal } = plain(options, 'options', [
+      const { message, toolApprovalContinuations, toolResultContinuations, abortSignal, submissionId } = plain(options, 'options', [
         'message',
         'toolApprovalContinuations',
         'toolResultContinuations',
         'abortSignal',
+        'submissionId',
       ]);
       need(message === undefined || (message !== null && typeof message === 'object'), 'message', 'message must be a UIMessage');
       need(toolApprovalContinuations === undefined || Array.isArray(toolApprovalContinuations), 'toolApprovalContinuations', 'toolApprovalContinuations must be an array');
       need(toolResultContinuations === undefined || Array.isArray(toolResultContinuations), 'toolResultContinuations', 'toolResultContinuations must be an array');
-      const request = { message, toolApprovalContinuations, toolResultContinuations };
+      const submission = submissionOf(submissionId, ['continue', message, toolApprovalContinuations, toolResultContinuations]);
+      const request = { message, toolApprovalContinuations, toolResultContinuations, submission };
       return startTurn(id, abortSignal, (turnId) =>
         manager.continue(id, json({ ...request, turnId }, 'message')),
       );
@@ -262,6 +285,33 @@ function createSessionManager(given) {
     value: () => ({ ...JSON.parse(manager.diagnostics()), handles: host.handles() }),
   });
   return api;
+}
+
+/** The longest `submissionId`. */
+const MOST_SUBMISSION_ID_LENGTH = 512;
+
+/**
+ * A request's `submissionId` with the digest of what it submits (`request`), for the engine;
+ * `undefined` without one.
+ */
+function submissionOf(submissionId, request) {
+  if (submissionId === undefined) return undefined;
+  need(
+    typeof submissionId === 'string' &&
+      submissionId.length > 0 &&
+      submissionId.length <= MOST_SUBMISSION_ID_LENGTH &&
+      submissionId.isWellFormed(),
+    'submissionId',
+    `submissionId must be a non-empty string of at most ${MOST_SUBMISSION_ID_LENGTH} characters`,
+  );
+  let text;
+  try {
+    text = JSON.stringify(request);
+  } catch {
+    text = undefined;
+  }
+  need(typeof text === 'string', 'message', 'message must be JSON');
+  return { id: submissionId, digest: createHash('sha256').update(text).digest('hex') };
 }
 
 /**

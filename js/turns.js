@@ -16,7 +16,7 @@ const { hold } = require('./keep-alive.js');
 const BATCH = 512;
 
 /** The chunks of a live turn kept for `reconnect()` before they are compacted: see `Replay`. */
-const DEFAULT_RECONNECT_BUFFER_CHUNKS = 10_000;
+const DEFAULT_RECONNECT_BUFFER_CHUNKS = 20_000;
 
 class Turns {
   #native;
@@ -78,10 +78,14 @@ class Turns {
     return turn;
   }
 
-  /** The turn started for session `sessionId`: `reconnect(sessionId)` finds it until it ends. */
-  started(turn, sessionId) {
+  /**
+   * The turn started for session `sessionId`, writing reply `replyId`: `reconnect(sessionId)`
+   * finds it until it ends.
+   */
+  started(turn, sessionId, replyId) {
     if (turn.closed || !this.#turns.has(turn.turnId)) return;
     turn.sessionId = sessionId;
+    turn.replyId = replyId;
     this.#live.set(sessionId, turn);
   }
 
@@ -90,9 +94,10 @@ class Turns {
    * chunk its first client was sent, from the first, then the turn's chunks as they come.
    * Cancelling it stops this reader only.
    */
-  reconnect(sessionId) {
+  reconnect(sessionId, replyId) {
     const turn = this.#live.get(sessionId);
     if (turn === undefined || turn.closed) return undefined;
+    if (replyId !== undefined && turn.replyId !== replyId) return undefined;
     let own;
     const stream = new ReadableStream({
       start: (controller) => {
@@ -133,6 +138,12 @@ class Turns {
     }
     turn.followers.clear();
     turn.replay.clear();
+  }
+
+  /** The turn opened for nothing (a submission seen before): forgotten, nobody read it. */
+  forget(turn) {
+    this.#end(turn);
+    turn.release();
   }
 
   /** The turn could not start: its stream and promise end with `error`. */

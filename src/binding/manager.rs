@@ -20,7 +20,9 @@ use super::store::NativeStore;
 use super::strategies::NativeSessionSandboxes;
 use crate::engine::agent::{TurnEnd, TurnFailure, TurnReport};
 use crate::engine::error::{Result, SessionError};
-use crate::engine::manager::{ContinueRequest, ManagerOptions, Seams, SendRequest, SessionManager};
+use crate::engine::manager::{
+    ContinueRequest, ManagerOptions, Seams, SendRequest, SessionManager, SubmissionAsk,
+};
 use crate::engine::store::SessionStore;
 
 /// The options `index.js` passes, as JSON, once the functions are taken out.
@@ -118,6 +120,24 @@ struct SendArgs {
     prompt: Option<String>,
     reply_id: String,
     message_id: String,
+    #[serde(default)]
+    submission: Option<SubmissionArgs>,
+}
+
+/// A request's `submissionId` with the digest of what it submits.
+#[derive(Deserialize)]
+struct SubmissionArgs {
+    id: String,
+    digest: String,
+}
+
+impl From<SubmissionArgs> for SubmissionAsk {
+    fn from(args: SubmissionArgs) -> Self {
+        SubmissionAsk {
+            id: args.id,
+            digest: args.digest,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -129,6 +149,8 @@ struct ContinueArgs {
     tool_approval_continuations: Option<Vec<Value>>,
     #[serde(default)]
     tool_result_continuations: Option<Vec<Value>>,
+    #[serde(default)]
+    submission: Option<SubmissionArgs>,
 }
 
 #[derive(Deserialize, Default)]
@@ -235,11 +257,12 @@ impl NativeManager {
                         prompt: args.prompt,
                         reply_id: args.reply_id,
                         message_id: args.message_id,
+                        submission: args.submission.map(Into::into),
                     },
                 )
                 .await?;
             to_json(
-                &serde_json::json!({ "messageId": started.message_id, "session": started.session }),
+                &serde_json::json!({ "messageId": started.message_id, "session": started.session, "replayed": started.replayed }),
             )
         })
         .await
@@ -260,11 +283,12 @@ impl NativeManager {
                         message: args.message,
                         approvals: args.tool_approval_continuations.unwrap_or_default(),
                         tool_results: args.tool_result_continuations.unwrap_or_default(),
+                        submission: args.submission.map(Into::into),
                     },
                 )
                 .await?;
             to_json(
-                &serde_json::json!({ "messageId": started.message_id, "session": started.session }),
+                &serde_json::json!({ "messageId": started.message_id, "session": started.session, "replayed": started.replayed }),
             )
         })
         .await

@@ -11,6 +11,7 @@ mod entry;
 pub mod messages;
 mod slots;
 mod start;
+pub mod submissions;
 mod teardown;
 mod timers;
 mod turn;
@@ -33,6 +34,7 @@ use crate::engine::session::lifecycle::{self, decide, Command, Decision, Event, 
 use crate::engine::session::{SessionRecord, SessionStatus, SessionSummary};
 use crate::engine::store::SessionStore;
 
+pub use self::submissions::SubmissionAsk;
 pub use self::turn::{ContinueRequest, SendRequest, TurnStarted};
 
 /// How the manager behaves: the options of `createSessionManager()` that are not seams.
@@ -493,6 +495,7 @@ impl Inner {
                 usage: None,
             },
             messages: Vec::new(),
+            submissions: Vec::new(),
         });
         match self.save(entry, None).await {
             Ok(summary) => {

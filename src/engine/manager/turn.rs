@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use super::answers;
 use super::entry::{lock, CutTurn, Entry, Phase, Turn, TurnSlot};
 use super::messages::{self, pending_input_of};
+use super::submissions::{self, SubmissionAsk};
 use super::{timers, Inner, APPLICATION_STOPPED, SESSION_CLOSED, TURN_TOO_LONG};
 use crate::engine::agent::{TurnEnd, TurnInput, TurnReport, TurnStart};
 use crate::engine::error::{Result, SessionError};
@@ -35,6 +36,8 @@ pub struct SendRequest {
     pub reply_id: String,
     /// The id the user message gets when it has none.
     pub message_id: String,
+    /// The caller's `submissionId`, with the digest of the request.
+    pub submission: Option<SubmissionAsk>,
 }
 
 /// What `continue()` is given.
@@ -48,6 +51,8 @@ pub struct ContinueRequest {
     pub approvals: Vec<Value>,
     /// `ToolResultPart`s.
     pub tool_results: Vec<Value>,
+    /// The caller's `submissionId`, with the digest of the request.
+    pub submission: Option<SubmissionAsk>,
 }
 
 /// A turn that started.
@@ -55,14 +60,26 @@ pub struct ContinueRequest {
 pub struct TurnStarted {
     /// The id of the assistant message the turn writes.
     pub message_id: String,
-    /// The session as the turn started: `busy`.
+    /// The session as the turn started: `busy`; or as it is, for a submission seen before.
     pub session: SessionSummary,
+    /// Whether the request's `submissionId` had started this turn before: no turn started now.
+    pub replayed: bool,
 }
 
 /// A command that starts a turn.
 pub(super) enum TurnAsk {
     Send(SendRequest),
     Continue(ContinueRequest),
+}
+
+impl TurnAsk {
+    /// The request's `submissionId`, if it has one.
+    fn submission(&self) -> Option<&SubmissionAsk> {
+        match self {
+            TurnAsk::Send(request) => request.submission.as_ref(),
+            TurnAsk::Continue(request) => request.submission.as_ref(),
+        }
+    }
 }
 
 /// The most approvals the `approve` policy answers in one turn.
@@ -100,6 +117,18 @@ impl Inner {
                 let record = state.record_ref()?;
                 (record.summary.status, record.summary.error.clone())
             };
+            // A submission seen before finds its turn, whatever the session does now.
+            if let Some(ask) = ask.submission() {
+                let state = entry.state();
+                let record = state.record_ref()?;
+                if let Some(reply_id) = submissions::seen(record, ask)? {
+                    return Ok(TurnStarted {
+                        message_id: reply_id,
+                        session: record.summary.clone(),
+                        replayed: true,
+                    });
+                }
+            }
             let refuse = || SessionError::in_status(&entry.id, status, error.as_deref());
             match decide(status, Input::Command(command)) {
                 Decision::StartTurn => return self.begin_turn(entry, ask).await,
@@ -134,6 +163,7 @@ impl Inner {
     /// ends the turn and rejects the command.
     async fn begin_turn(self: &Arc<Self>, entry: &Arc<Entry>, ask: TurnAsk) -> Result<TurnStarted> {
         let slot = Arc::new(TurnSlot::default());
+        let submission = ask.submission().cloned();
         let (plan, previous, lost) = {
             let mut state = entry.state();
             let previous = state.record_ref()?.clone();
@@ -216,6 +246,9 @@ impl Inner {
             };
             record.summary.pending_input = None;
             record.summary.error = None;
+            if let Some(ask) = submission.as_ref() {
+                submissions::remember(record, ask, &plan.message_id);
+            }
             let Phase::Ready(mut live) = std::mem::replace(&mut state.phase, Phase::Kept) else {
                 unreachable!("the phase was checked above, under the same lock");
             };
@@ -279,6 +312,7 @@ impl Inner {
         Ok(TurnStarted {
             message_id,
             session,
+            replayed: false,
         })
     }
 

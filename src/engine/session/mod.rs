@@ -5,5 +5,5 @@ pub mod record;
 
 pub use record::{
     ApprovalVerdict, PendingApproval, PendingInput, PendingToolCall, SessionRecord, SessionStatus,
-    SessionSummary, StoredMessage,
+    SessionSummary, StoredMessage, Submission,
 };

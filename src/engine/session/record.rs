@@ -291,6 +291,21 @@ pub struct SessionRecord {
     pub summary: SessionSummary,
     /// The conversation as `UIMessage`s, oldest first.
     pub messages: Vec<StoredMessage>,
+    /// The last submissions of turns (`submissionId`), oldest first: a retry finds its turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub submissions: Vec<Submission>,
+}
+
+/// A turn a `submissionId` started: a retry with the same id and request finds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Submission {
+    /// The caller's `submissionId`.
+    pub id: String,
+    /// The digest of what was submitted: the same id with another request is refused.
+    pub digest: String,
+    /// The id of the assistant message the turn wrote.
+    pub reply_id: String,
 }
 
 impl<'de> Deserialize<'de> for SessionRecord {
@@ -314,6 +329,8 @@ impl<'de> Deserialize<'de> for SessionRecord {
             usage: Option<Value>,
             #[serde(default)]
             messages: Vec<StoredMessage>,
+            #[serde(default)]
+            submissions: Vec<Submission>,
         }
         let shape = Shape::deserialize(deserializer)?;
         Ok(SessionRecord {
@@ -328,6 +345,7 @@ impl<'de> Deserialize<'de> for SessionRecord {
                 usage: shape.usage,
             },
             messages: shape.messages,
+            submissions: shape.submissions,
         })
     }
 }

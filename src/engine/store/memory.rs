@@ -126,6 +126,7 @@ mod tests {
                     usage: None,
                 },
                 messages: vec![json!({"id": "m"}).into()],
+                submissions: Vec::new(),
             };
             store.save(&record, None).await.unwrap();
         }
