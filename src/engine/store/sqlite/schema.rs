@@ -48,7 +48,18 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         name: "each session's summary as JSON",
         apply: add_summaries,
     },
+    Migration {
+        version: 3,
+        name: "each session's last submissions",
+        apply: add_submissions,
+    },
 ];
+
+/// Schema version 3: `sessions.submissions`, the session's last submissions (`submissionId`s) as
+/// JSON text, `NULL` when it has none.
+fn add_submissions(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch("ALTER TABLE sessions ADD COLUMN submissions TEXT")
+}
 
 /// Schema version 2: `sessions.summary`, the summary as JSON text, written with the other columns
 /// at each save, so that `list()` joins stored texts rather than writing JSON for every row. Rows

@@ -59,6 +59,8 @@ pub(super) struct PreparedSave {
     pub(super) usage: Option<String>,
     /// The whole summary as JSON, for `list()`.
     pub(super) summary: String,
+    /// The session's last submissions as JSON, `None` when it has none.
+    pub(super) submissions: Option<String>,
     pub(super) messages: Vec<PreparedMessage>,
     pub(super) resume_state: Option<StoredResumeState>,
 }
@@ -578,6 +580,18 @@ impl Worker {
                 None => return Ok(None),
             }
         };
+        let submissions = {
+            let mut statement = tx
+                .prepare_cached("SELECT submissions FROM sessions WHERE id = ?1")
+                .map_err(fail)?;
+            let text: Option<String> = statement.query_row([id], |row| row.get(0)).map_err(fail)?;
+            match text {
+                Some(text) => {
+                    serde_json::from_str(&text).map_err(|_| unreadable(id, "its submissions"))?
+                }
+                None => Vec::new(),
+            }
+        };
         let mut messages = Vec::new();
         {
             let mut statement = tx
@@ -602,7 +616,11 @@ impl Worker {
             }
         }
         tx.commit().map_err(fail)?;
-        Ok(Some(SessionRecord { summary, messages }))
+        Ok(Some(SessionRecord {
+            summary,
+            messages,
+            submissions,
+        }))
     }
 
     /// Every summary, undecoded and in no order: a plain scan of `sessions`.
@@ -811,6 +829,8 @@ fn write_save(conn: &Connection, save: &PreparedSave) -> rusqlite::Result<bool> 
         save.usage,
         save.summary,
     ])?;
+    conn.prepare_cached("UPDATE sessions SET submissions = ?2 WHERE id = ?1")?
+        .execute(params![save.id, save.submissions])?;
 
     // What is stored, by position: a message whose digest matches is left alone.
     let mut unchanged = vec![false; save.messages.len()];
