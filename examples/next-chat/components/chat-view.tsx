@@ -14,9 +14,9 @@ import { ToolCard, type AnyToolPart } from './tool-card';
 
 /**
  * The chats of this tab, one per conversation, kept while you look at another: a turn goes on
- * streaming into its chat when you switch conversations. (`useChat({ id, messages })` would stop
- * the chat when its component unmounts, and `abortSignal: request.signal` would then cut the turn
- * short on the server.)
+ * streaming into its chat when you switch conversations. A reload finds the turn under way again
+ * (`resume: true` asks `GET /api/chat/[id]/stream`); the turn goes on on the server whatever the
+ * page does, until Stop interrupts it.
  */
 const chats = new Map<string, Chat<UIMessage>>();
 
@@ -52,7 +52,7 @@ const CLAUDE_TIPS = ['What is in this folder?', 'Write hello.txt saying hi', 'Ru
 
 export function ChatView({ id, initialMessages, info }: { id: string; initialMessages: UIMessage[]; info: ServerInfo }) {
   const chat = chatFor(id, initialMessages);
-  const { messages, status, error, sendMessage, stop, addToolApprovalResponse, clearError } = useChat({ chat });
+  const { messages, status, error, sendMessage, addToolApprovalResponse, clearError } = useChat({ chat, resume: true });
   const { byId, apply, forget } = useSessions();
   const session: Summary | undefined = byId.get(id);
   const router = useRouter();
@@ -155,6 +155,9 @@ export function ChatView({ id, initialMessages, info }: { id: string; initialMes
       },
     );
   };
+
+  // Stop interrupts the turn on the server: the stream ends there, the reply marked as cut.
+  const interrupt = () => act('interrupt', () => fetch(`/api/sessions/${id}/interrupt`, { method: 'POST' }));
 
   const answer = (approvalId: string, approved: boolean) =>
     addToolApprovalResponse({ id: approvalId, approved, reason: approved ? undefined : 'Denied in the chat.' });
@@ -261,7 +264,7 @@ export function ChatView({ id, initialMessages, info }: { id: string; initialMes
             aria-label="Message"
           />
           {streaming ? (
-            <button type="button" className="button button-ghost" onClick={() => void stop()}>
+            <button type="button" className="button button-ghost" onClick={() => void interrupt()} disabled={busyAction === 'interrupt'}>
               Stop
             </button>
           ) : (
@@ -315,6 +318,17 @@ function MessageView({
         }
         return null;
       })}
+      {cutReason(message) !== undefined && (
+        <p className="cut-mark" data-cut="true" title={cutReason(message)}>
+          Cut short: {cutReason(message)}
+        </p>
+      )}
     </div>
   );
+}
+
+/** Why the reply was cut short, when it was: `metadata.cut`, which the server sets. */
+function cutReason(message: UIMessage): string | undefined {
+  const metadata = message.metadata as { cut?: unknown } | undefined;
+  return typeof metadata?.cut === 'string' ? metadata.cut : undefined;
 }
