@@ -357,17 +357,14 @@ impl Inner {
             .await
     }
 
-    /// Marks `interrupted` the session `id`, found live at start: what it was doing is closed.
+    /// Marks `interrupted` the session `id`, found live at start, whatever it was doing (as the
+    /// reference, even while preparing): the tool calls its reply left open are closed.
     async fn interrupt_left_live(&self, id: String) -> Result<()> {
         let store = &self.seams.store;
         let Some(mut record) = store.get(&id).await? else {
             return Ok(());
         };
-        let error = if record.summary.status == SessionStatus::Preparing {
-            STOPPED_BEFORE_READY
-        } else {
-            STOPPED_WITHOUT_SUSPENDING
-        };
+        let error = STOPPED_WITHOUT_SUSPENDING;
         let was_busy = record.summary.status == SessionStatus::Busy;
         if let Some(last) = record.messages.last_mut() {
             let mut message = last.to_value();
@@ -385,7 +382,6 @@ impl Inner {
             return Ok(());
         }
         record.summary.error = Some(error.to_owned());
-        record.summary.pending_input = None;
         store.save(&record, None).await
     }
 
