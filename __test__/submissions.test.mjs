@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { readUIMessageStream } from 'ai';
 import { createSessionManager, createSqliteSessionStore, SessionConflictError } from '../index.js';
-import { createDeferred, readTurn, streamAgent, testManager, testSandboxes } from './support/sessions.mjs';
+import { createDeferred, createFakeAgent, readTurn, streamAgent, testManager, testSandboxes } from './support/sessions.mjs';
 
 const bytes = async (turn) => Buffer.from(await turn.toUIMessageStreamResponse().arrayBuffer());
 
@@ -96,6 +96,30 @@ describe('submissionId', () => {
     assert.equal(streamCalls(agent), 101);
     await readTurn(await sessions.send('s', { message: 'm0', submissionId: 'id0' }));
     assert.equal(streamCalls(agent), 102, 'the oldest was forgotten: a new turn');
+  });
+
+  test('continue() retried after it ended: the continued reply replayed; other answers refused', async () => {
+    const agent = createFakeAgent({ turns: [{ approvals: [{ toolName: 'bash', input: { command: 'ls' } }] }] });
+    const { sessions } = testManager({ fakeAgent: agent });
+    await sessions.create({ id: 'p', metadata: {} });
+    const first = await readTurn(await sessions.send('p', { message: 'list' }));
+    const approval = first.session.pendingInput.approvals[0];
+    const answer = (approved) => [{ type: 'tool-approval-response', approvalId: approval.approvalId, approved }];
+    const second = await readTurn(await sessions.continue('p', { toolApprovalContinuations: answer(true), submissionId: 'c1' }));
+    assert.equal(second.session.status, 'idle');
+    const continued = () => agent.calls.filter((c) => c.method === 'continueStream').length;
+    assert.equal(continued(), 1);
+    const again = await sessions.continue('p', { toolApprovalContinuations: answer(true), submissionId: 'c1' });
+    const replayed = await lastMessage(again.stream);
+    const stored = (await sessions.get('p')).messages.at(-1);
+    assert.equal(replayed.id, stored.id);
+    assert.deepEqual(replayed.parts.map((p) => p.type), stored.parts.map((p) => p.type));
+    assert.equal((await again.done).status, 'idle');
+    assert.equal(continued(), 1, 'no second continuation');
+    await assert.rejects(
+      sessions.continue('p', { toolApprovalContinuations: answer(false), submissionId: 'c1' }),
+      (error) => SessionConflictError.isInstance(error),
+    );
   });
 
   test('a bad submissionId is refused', async () => {

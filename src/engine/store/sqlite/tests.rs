@@ -163,7 +163,11 @@ async fn records_round_trip_exactly() {
             json!([1, [2, [3]]]).into(),
             json!({ "b": 1, "a": 2 }).into(),
         ],
-        submissions: Vec::new(),
+        submissions: vec![crate::engine::session::Submission {
+            id: "sub-1 ü".to_owned(),
+            digest: "d".repeat(64),
+            reply_id: "reply-1".to_owned(),
+        }],
     };
     let bare = SessionRecord {
         summary: SessionSummary {
