@@ -112,6 +112,8 @@ describe('a cut answer is marked as cut', () => {
     const path = join(dir, 's.db');
     const first = createSessionManager({ agent: () => halfAnswer(), sandboxes: testSandboxes(), store: createSqliteSessionStore({ path }) });
     await first.create({ id: 'k', metadata: {} });
+    await until(async () => (await first.get('k'))?.status === 'idle', 30_000);
+    await first.shutdown();
     // What a crash in the middle of a turn leaves: the session busy, its reply half written.
     const store = createSqliteSessionStore({ path });
     const record = await store.get('k');
