@@ -21,7 +21,9 @@ import { ToolCard, type AnyToolPart } from './tool-card';
 const chats = new Map<string, Chat<UIMessage>>();
 
 function chatFor(id: string, messages: UIMessage[]): Chat<UIMessage> {
-  let chat = chats.get(id);
+  // On the server, a chat of this render only: one kept from an earlier request would render its
+  // messages, not the ones this page was given.
+  let chat = typeof window === 'undefined' ? undefined : chats.get(id);
   if (chat === undefined) {
     chat = new Chat<UIMessage>({
       id,
@@ -31,7 +33,7 @@ function chatFor(id: string, messages: UIMessage[]): Chat<UIMessage> {
       // which continues the paused turn with the answers: `continue()`.
       sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
     });
-    chats.set(id, chat);
+    if (typeof window !== 'undefined') chats.set(id, chat);
   }
   return chat;
 }
@@ -50,9 +52,23 @@ function errorText(error: Error): string {
 const SCRIPTED_TIPS = ['help', 'write hello.txt: hi', 'read hello.txt', 'run ls -la', 'what did I say?', '/sleep 4000'];
 const CLAUDE_TIPS = ['What is in this folder?', 'Write hello.txt saying hi', 'Run the tests'];
 
-export function ChatView({ id, initialMessages, info }: { id: string; initialMessages: UIMessage[]; info: ServerInfo }) {
+export function ChatView({
+  id,
+  initialMessages,
+  info,
+  busy = false,
+}: {
+  id: string;
+  initialMessages: UIMessage[];
+  info: ServerInfo;
+  busy?: boolean;
+}) {
+  // A chat new to this tab (a reload, a link) of a session busy when the page was made asks for
+  // the turn under way; one kept from before is already reading it, and reading it twice would
+  // show it twice.
+  const [fresh] = useState(() => busy && !chats.has(id));
   const chat = chatFor(id, initialMessages);
-  const { messages, status, error, sendMessage, addToolApprovalResponse, clearError } = useChat({ chat, resume: true });
+  const { messages, status, error, sendMessage, addToolApprovalResponse, clearError } = useChat({ chat, resume: fresh });
   const { byId, apply, forget } = useSessions();
   const session: Summary | undefined = byId.get(id);
   const router = useRouter();

@@ -14,5 +14,6 @@ export default async function ConversationPage({ params }: { params: Promise<{ i
   const session = await getSessions().get(id);
   let messages = session?.messages ?? [];
   if (session?.status === 'busy' && messages.at(-1)?.role === 'assistant') messages = messages.slice(0, -1);
-  return <ChatView key={id} id={id} initialMessages={messages} info={serverInfo()} />;
+  const busy = session?.status === 'busy';
+  return <ChatView key={id} id={id} initialMessages={messages} info={serverInfo()} busy={busy} />;
 }
