@@ -276,9 +276,16 @@ export interface LocalSandboxOptions {
   root: string;
   /** The ports of each session: this host's, on 127.0.0.1. */
   ports?: number[];
+  /** The environment of every command. Default: `PATH`, `USER`, `LOGNAME`, `LANG`, `LC_ALL`, `TERM` of this process, and the session's `HOME` and `TMPDIR`. */
   env?: Record<string, string>;
   /** Pass this process's whole environment (its secrets too). Default: `false`. */
   inheritEnv?: boolean;
+  /**
+   * Absolute folders of this host, besides the session's, that the file API reaches (created when
+   * missing, shared by every session, links confined beneath each): where harnesses bootstrap.
+   * Default: `['/tmp/harness']` (Claude Code's `/tmp/harness/claude-code/`); `[]` for none.
+   */
+  allowedPaths?: string[];
   /** The name the function opens. Default: `'shared'`. */
   name?: string;
 }

@@ -52,6 +52,7 @@ const is = {
   number: (v) => typeof v === 'number' && Number.isFinite(v),
   ports: (v) => Array.isArray(v) && v.every((p) => Number.isInteger(p) && p > 0 && p < 65536),
   env: (v) => v !== null && typeof v === 'object' && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string'),
+  paths: (v) => Array.isArray(v) && v.every((p) => typeof p === 'string' && p.startsWith('/')),
   memory: (v) => (typeof v === 'number' && Number.isFinite(v) && v > 0) || typeof v === 'string',
 };
 const DOCKER_OPTIONS = {
@@ -75,6 +76,7 @@ const LOCAL_OPTIONS = {
   ports: ['ports', 'an array of port numbers'],
   env: ['env', 'an object of strings'],
   inheritEnv: ['boolean', 'a boolean'],
+  allowedPaths: ['paths', 'an array of absolute paths'],
   name: ['string', 'a string'],
 };
 
@@ -112,6 +114,8 @@ function dockerSandbox(options) {
  * @property {number[]} [ports] Ports of each session: this host's, on 127.0.0.1.
  * @property {Record<string, string>} [env] Environment of every command.
  * @property {boolean} [inheritEnv] Pass this process's whole environment (its secrets too). Default: false.
+ * @property {string[]} [allowedPaths] Folders of this host besides the session's that the file API reaches
+ *   (shared by every session; where harnesses bootstrap). Default: `['/tmp/harness']`.
  * @property {string} [name] The name `open()` uses for the shared sandbox. Default: `shared`.
  */
 

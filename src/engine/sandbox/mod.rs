@@ -17,6 +17,8 @@
 //! directories. `..`, absolute paths elsewhere and symbolic links that lead out are refused with
 //! [`SessionError::Input`](crate::engine::error::SessionError::Input) ([`paths`]).
 
+pub(crate) mod beneath;
+pub(crate) mod bootstrap_gate;
 pub mod docker;
 pub mod local;
 pub mod paths;
