@@ -151,3 +151,17 @@ test('allowedPaths: /tmp/harness by default, checked, and [] for none', async ()
     await other.destroy();
   }
 });
+
+test('two session ids never share a sandbox folder (one id that is the other\'s old name)', async () => {
+  const named = localSandbox({ root: join(base, `names-${process.pid}`), allowedPaths: [] });
+  const first = await named.createSession({ sessionId: 'team a/chat 1' });
+  const second = await named.createSession({ sessionId: 'team-a-chat-1-9eb9137c31375c19' });
+  try {
+    assert.notEqual(first.id, second.id);
+    await first.writeTextFile({ path: 'owner.txt', content: 'first' });
+    assert.equal(await second.readTextFile({ path: 'owner.txt' }), null);
+    assert.equal((await named.resumeSession({ sessionId: 'team a/chat 1' })).id, first.id);
+  } finally {
+    await Promise.all([first.destroy(), second.destroy()]);
+  }
+});
