@@ -174,7 +174,12 @@ export interface SessionSandboxes {
 
 /** A sandbox `sharedSandbox()` can share: one that gives views of itself, `fork({ ports })`. */
 export interface ForkableSandboxSession extends HarnessV1NetworkSandboxSession {
-  fork(options: { ports: number[] }): HarnessV1NetworkSandboxSession | PromiseLike<HarnessV1NetworkSandboxSession>;
+  /**
+   * A view of the sandbox for the session `sessionId`, with `ports`. Give a session the same
+   * working directory every time it comes back: a harness finds its conversation from it (Claude
+   * Code in `$HOME/.claude/projects/<working directory>/`), so a new directory loses it.
+   */
+  fork(options: { ports: number[]; sessionId: string }): HarnessV1NetworkSandboxSession | PromiseLike<HarnessV1NetworkSandboxSession>;
 }
 
 export interface SharedSandboxOptions {

@@ -165,3 +165,41 @@ test('two session ids never share a sandbox folder (one id that is the other\'s 
     await Promise.all([first.destroy(), second.destroy()]);
   }
 });
+
+test('every sandbox method given a wrong type answers with a SessionInputError, never napi\'s StringExpected', async () => {
+  const session = await sandboxes.createSession({ sessionId: fresh('types') });
+  try {
+    const calls = {
+      'run(command: 1)': () => session.run({ command: 1 }),
+      'run(workingDirectory: 1)': () => session.run({ command: 'true', workingDirectory: 1 }),
+      'run(env: {a: 1})': () => session.run({ command: 'true', env: { a: 1 } }),
+      'spawn(null)': () => session.spawn(null),
+      'readFile(path: 1)': () => session.readFile({ path: 1 }),
+      'readBinaryFile(path: {})': () => session.readBinaryFile({ path: {} }),
+      'readTextFile(undefined)': () => session.readTextFile(undefined),
+      'readTextFile(path: null)': () => session.readTextFile({ path: null }),
+      'writeFile(path: 1)': () => session.writeFile({ path: 1, content: new ReadableStream() }),
+      'writeBinaryFile(path: [])': () => session.writeBinaryFile({ path: [], content: new Uint8Array() }),
+      'writeTextFile(path: 1)': () => session.writeTextFile({ path: 1, content: 'x' }),
+      'writeTextFile(content: 1)': () => session.writeTextFile({ path: 'x', content: 1 }),
+      'getPortEndpoint(port: "80")': () => session.getPortEndpoint({ port: '80' }),
+      'getPortUrl(port: 1, protocol: 1)': () => session.getPortUrl({ port: 1, protocol: 1 }),
+      'fork(ports: "1")': () => session.fork({ ports: '1' }),
+      'fork(workingDirectory: 1)': () => session.fork({ workingDirectory: 1 }),
+      'fork(1)': () => session.fork(1),
+      'createSession(sessionId: 1)': () => sandboxes.createSession({ sessionId: 1 }),
+      'resumeSession(sessionId: 1)': () => sandboxes.resumeSession({ sessionId: 1 }),
+      'resumeSession()': () => sandboxes.resumeSession(),
+      'open(name: 1)': () => sandboxes({ name: 1 }),
+    };
+    for (const [name, call] of Object.entries(calls)) {
+      const error = await Promise.resolve()
+        .then(call)
+        .then(() => undefined, (error) => error);
+      assert.ok(SessionInputError.isInstance(error), `${name}: ${error?.code ?? ''} ${error}`);
+      assert.doesNotMatch(String(error.message), /StringExpected|NumberExpected|ObjectExpected/, name);
+    }
+  } finally {
+    await session.destroy();
+  }
+});

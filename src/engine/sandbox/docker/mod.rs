@@ -21,6 +21,7 @@
 mod client;
 #[cfg(test)]
 mod engine_tests;
+mod files;
 mod session;
 pub(crate) mod tar;
 
@@ -412,6 +413,24 @@ impl DockerSandbox {
     }
 
     /// The container of a session, made ready from its inspection: started if it was not running.
+    /// Whether the container `name` was made by harness-sessions for `session_id`.
+    async fn is_leftover_of(&self, docker: &Docker, name: &str, session_id: &str) -> Result<bool> {
+        match docker
+            .inspect_container(name, None::<InspectContainerOptions>)
+            .await
+        {
+            Ok(inspected) => Ok(inspected
+                .config
+                .and_then(|config| config.labels)
+                .and_then(|labels| labels.get(LABEL_SESSION).cloned())
+                .is_some_and(|label| label == session_id)),
+            Err(error) if status_of(&error) == Some(404) => Ok(false),
+            Err(error) => Err(self
+                .endpoint
+                .failure(&format!("inspect the container {name}"), error)),
+        }
+    }
+
     async fn attach(
         &self,
         docker: Docker,
@@ -513,6 +532,8 @@ impl SandboxProvider for DockerSandbox {
         let name = self.container_name(session_id);
         let options = CreateContainerOptionsBuilder::default().name(&name).build();
         let mut pulled = false;
+        let mut reclaimed = false;
+        let hold = session::Hold::new(&name);
         loop {
             match docker
                 .create_container(Some(options.clone()), self.create_body(session_id))
@@ -535,6 +556,17 @@ impl SandboxProvider for DockerSandbox {
                     )));
                 }
                 Err(error) if status_of(&error) == Some(409) => {
+                    // A container of this session that no sandbox of this process holds is what a
+                    // crashed process left: reclaimed (removed), then made again. One this process
+                    // holds, or one not made for this session, is refused.
+                    if !reclaimed
+                        && !hold.held_elsewhere()
+                        && self.is_leftover_of(&docker, &name, session_id).await?
+                    {
+                        reclaimed = true;
+                        Container::remove_named(&docker, &self.endpoint, &name).await?;
+                        continue;
+                    }
                     return Err(SessionError::host(format!(
                         "A sandbox container {name} already exists for session {session_id}: resume it, or destroy it first."
                     )));
