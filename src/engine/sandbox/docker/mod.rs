@@ -13,10 +13,15 @@
 //!   loopback, but a process that binds `0.0.0.0` inside the sandbox, as harness bridges do, is
 //!   also reachable on the host's other interfaces unless a firewall closes them.)
 //! - **Images** are used as they are on the engine: nothing is pulled unless `pull` is set. The
-//!   image needs `/bin/sh`, `sleep` and `kill` (busybox has them).
+//!   image needs `/bin/sh`, `sleep` and `kill`, and for files `readlink -f`, `cat`, `mkdir -p`,
+//!   `mv`, `rm`, `wc`, `stat -c` (busybox and GNU coreutils have them).
 //! - **Commands** run through `docker exec` as the sandbox user, each the leader of its own process
 //!   group, so that a kill ends what it started.
-//! - **Files** go through the archive API (no process started), confined like every sandbox's.
+//! - **Files** go through `exec` too, as the sandbox user ([`files`]): the container's kernel
+//!   resolves their paths, links included, with that user's rights, never the daemon as root.
+//!   Only the first directories of a new container (before it starts) go through the archive API.
+//! - **Leftovers.** Creating a session whose container exists, made for that session and held by
+//!   no sandbox of this process (a crashed process left it), removes it and makes a new one.
 
 mod client;
 #[cfg(test)]
