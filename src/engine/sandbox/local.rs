@@ -4,9 +4,12 @@
 //! (its `HOME`) and `tmp/` (its `TMPDIR`). Commands run through `/bin/sh -c` as the user of this
 //! process, with a small environment (not this process's, unless `inherit_env`), each in a
 //! process group of its own so that a kill or a stop ends what it started. Ports are this host's
-//! ports on 127.0.0.1. The file API is confined to the session folder: `..`, other absolute
-//! paths and symbolic links that lead out are refused; a process, though, can read and write
-//! whatever the user of this server can. Use it for development and tests, never for code you do
+//! ports on 127.0.0.1. The file API is confined to the session folder and the allowed folders
+//! (`/tmp/harness` by default, where harnesses bootstrap): `..`, other absolute paths and symbolic
+//! links that lead out are refused, every path resolved beneath a descriptor of its folder
+//! ([`super::beneath`]), so that no link swapped in meanwhile leads out; a session folder replaced
+//! by a link is refused. A process, though, can read and write whatever the user of this server
+//! can. Use it for development and tests, never for code you do
 //! not trust.
 
 use std::collections::HashMap;
@@ -410,7 +413,14 @@ impl SandboxSession for LocalSandboxSession {
         format!(
             "A folder on the server's own machine, NOT isolated: commands run directly on the host as the server's user. \
              Working directory: {}. Home: {}. Files are read and written inside {}. Network: the host's; {ports}.",
-            self.working_directory, self.shared.home, self.shared.folder
+            self.working_directory,
+            self.shared.home,
+            self.shared
+                .beneath
+                .iter()
+                .map(|root| root.path())
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     }
 

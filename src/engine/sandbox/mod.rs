@@ -17,7 +17,7 @@
 //! directories. `..`, absolute paths elsewhere and symbolic links that lead out are refused with
 //! [`SessionError::Input`](crate::engine::error::SessionError::Input) ([`paths`]). No link swapped
 //! in while an operation runs leads it out either: the local sandbox resolves every path beneath
-//! a descriptor of its folder ([`beneath`]), the Docker sandbox as the sandbox's user inside the
+//! a descriptor of its folder (`beneath.rs`), the Docker sandbox as the sandbox's user inside the
 //! container.
 
 pub(crate) mod beneath;

@@ -17,7 +17,7 @@
 //!   `mv`, `rm`, `wc`, `stat -c` (busybox and GNU coreutils have them).
 //! - **Commands** run through `docker exec` as the sandbox user, each the leader of its own process
 //!   group, so that a kill ends what it started.
-//! - **Files** go through `exec` too, as the sandbox user ([`files`]): the container's kernel
+//! - **Files** go through `exec` too, as the sandbox user (`files.rs`): the container's kernel
 //!   resolves their paths, links included, with that user's rights, never the daemon as root.
 //!   Only the first directories of a new container (before it starts) go through the archive API.
 //! - **Leftovers.** Creating a session whose container exists, made for that session and held by
