@@ -526,7 +526,12 @@ impl SandboxSession for LocalSandboxSession {
             let components = target.components.clone();
             blocking(move || {
                 let parts: Vec<&str> = components.iter().map(String::as_str).collect();
-                beneath.open_at(&parts, OFlags::RDONLY, Mode::empty())
+                // Non-blocking to open: a FIFO planted at the path must not hang the read.
+                let fd =
+                    beneath.open_at(&parts, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty())?;
+                let kind = FileType::from_raw_mode(fs::fstat(&fd)?.st_mode);
+                fs::fcntl_setfl(&fd, OFlags::empty())?;
+                Ok::<_, std::io::Error>((fd, kind))
             })
             .await
         };
@@ -535,20 +540,22 @@ impl SandboxSession for LocalSandboxSession {
             .bootstrap
             .after_read(&target.absolute, gate, missing);
         let file = match opened {
-            Ok(fd) => tokio::fs::File::from_std(std::fs::File::from(fd)),
+            Ok((_, FileType::Directory)) => {
+                return Err(SessionError::input(
+                    path,
+                    format!("The path {path:?} is a directory, not a file."),
+                ))
+            }
+            Ok((_, FileType::Fifo | FileType::Socket)) => {
+                return Err(SessionError::input(
+                    path,
+                    format!("The path {path:?} is a pipe or a socket, not a file."),
+                ))
+            }
+            Ok((fd, _)) => tokio::fs::File::from_std(std::fs::File::from(fd)),
             Err(_) if missing => return Ok(None),
             Err(error) => return Err(self.lookup_error(&target, &error)),
         };
-        let metadata = file
-            .metadata()
-            .await
-            .map_err(|error| io_error(Path::new(&target.absolute), &error))?;
-        if metadata.is_dir() {
-            return Err(SessionError::input(
-                path,
-                format!("The path {path:?} is a directory, not a file."),
-            ));
-        }
         let absolute = target.absolute;
         let stream = futures::stream::unfold(Some(file), move |file| {
             let absolute = absolute.clone();
@@ -852,4 +859,43 @@ fn io_error(path: &Path, error: &std::io::Error) -> SessionError {
         "The local sandbox failed at {}: {error}.",
         path.display()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_pipe_planted_at_a_path_is_refused_not_waited_on() {
+        let temp = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
+        let provider = LocalSandbox::new(LocalSandboxOptions {
+            root: temp.path().to_path_buf(),
+            allowed_paths: Some(Vec::new()),
+            ..LocalSandboxOptions::default()
+        })
+        .unwrap_or_else(|error| panic!("{error}"));
+        let session = provider
+            .create(Some("fifo"))
+            .await
+            .unwrap_or_else(|error| panic!("{error}"));
+        let made = session
+            .run(Command::new("mkfifo pipe"))
+            .await
+            .unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(made.exit_code, 0, "{}", made.stderr);
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            session.read_text("pipe"),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("the read of a pipe hung"));
+        assert!(
+            matches!(&read, Err(SessionError::Input { message, .. }) if message.contains("pipe")),
+            "{read:?}"
+        );
+        session
+            .destroy()
+            .await
+            .unwrap_or_else(|error| panic!("{error}"));
+    }
 }

@@ -25,7 +25,8 @@ use crate::engine::sandbox::FileStream;
 
 /// The file script: `sh -c SCRIPT files <op> <path> <size> <root>...`. Exit codes: 0 done, 3 no
 /// such file, 4 a directory, 5 leads outside the roots (the resolved path on stderr), 6 a file in
-/// the way of a directory, 7 anything else (the reason on stderr). A read prints `+` before the
+/// the way of a directory, 7 anything else (the reason on stderr), 8 a pipe or a socket (never
+/// read: it could block for ever). A read prints `+` before the
 /// contents, so that its caller knows the file opened before the first byte.
 const FILE_SCRIPT: &str = r#"op=$1; p=$2; size=$3; shift 3
 within() { w_c=$1; shift; for w_r in "$@"; do case $w_c in "$w_r"|"$w_r"/*) return 0;; esac; [ "$w_r" = / ] && return 0; done; return 1; }
@@ -49,6 +50,7 @@ read)
   within "$r" "$@" || out "$r"
   [ -d "$r" ] && exit 4
   [ -e "$r" ] || exit 3
+  { [ -p "$r" ] || [ -S "$r" ]; } && exit 8
   printf +
   exec cat -- "$r" ;;
 write)
@@ -83,6 +85,8 @@ enum Failure {
     Outside,
     /// Exit 6.
     InTheWay,
+    /// Exit 8.
+    NotAFile,
     /// Any other exit, with what the script said.
     Other(i64, String),
 }
@@ -94,6 +98,7 @@ impl Failure {
             4 => Failure::Directory,
             5 => Failure::Outside,
             6 => Failure::InTheWay,
+            8 => Failure::NotAFile,
             code => Failure::Other(code, String::from_utf8_lossy(stderr).trim().to_owned()),
         }
     }
@@ -109,6 +114,10 @@ impl Failure {
                 format!("The path {path:?} is a directory, not a file."),
             ),
             Failure::Outside => policy.leads_out(path),
+            Failure::NotAFile => SessionError::input(
+                path,
+                format!("The path {path:?} is a pipe or a socket, not a file."),
+            ),
             Failure::InTheWay => SessionError::input(
                 path,
                 format!("Cannot {doing} {path:?}: a file is in the way of its directory."),
