@@ -197,7 +197,7 @@ impl State {
         self.last_active = Instant::now();
         let record = self.record_mut()?;
         record.summary.status = status;
-        record.summary.updated_at = now;
+        record.summary.updated_at = crate::engine::session::Timestamp::from_millis(now);
         Ok(())
     }
 

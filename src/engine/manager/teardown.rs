@@ -88,7 +88,7 @@ impl Inner {
         let summary = self.save(entry, Some(&resume_state)).await;
         entry.notify();
         if let Ok(summary) = &summary {
-            timers::arm_close_suspended(self, &entry.id, summary.updated_at);
+            timers::arm_close_suspended(self, &entry.id, summary.updated_at.millis());
         }
         summary
     }

@@ -84,7 +84,7 @@ impl Inner {
             if self.load(&entry).await.is_ok() {
                 let still = entry.state().record.as_ref().is_some_and(|r| {
                     r.summary.status == SessionStatus::Suspended
-                        && r.summary.updated_at <= suspended_at
+                        && r.summary.updated_at.millis() <= suspended_at
                 });
                 if still {
                     if let Err(error) = self.discard_entry(&entry).await {

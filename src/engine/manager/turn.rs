@@ -273,7 +273,10 @@ impl Inner {
                 drop_start,
             };
             match harness.start_turn(start, feed).await {
-                Ok(control) => slot.install(control),
+                Ok(control) => {
+                    read.got_stream = true;
+                    slot.install(control);
+                }
                 Err(error) => {
                     read.failure = Some(error);
                     read.tell_client = true;
@@ -486,8 +489,13 @@ impl Inner {
                         record.messages.push(StoredMessage::from_value(&message));
                     }
                 }
+                // A turn counts once it got a stream from the agent, however it ended; the
+                // continuations `approve` carried it through are the same turn.
+                if read.got_stream {
+                    record.summary.turns += 1;
+                }
                 if let Some(usage) = read.usage.as_ref() {
-                    record.summary.usage = messages::add_usage(record.summary.usage.take(), usage);
+                    record.summary.usage.add(usage);
                 }
                 record.summary.error = read
                     .failure
@@ -594,4 +602,6 @@ struct Reading {
     failure: Option<SessionError>,
     /// Whether the client must be told of the failure (it never reached the agent's stream).
     tell_client: bool,
+    /// Whether the agent gave a stream: the turn then counts in `turns`.
+    got_stream: bool,
 }

@@ -186,7 +186,7 @@ impl SessionStore for SqliteStore {
 
     async fn list_json(&self) -> Result<String> {
         self.worker
-            .call(Command::ListJson)
+            .call(Command::List)
             .await?
             .into_newest_first_json()
     }
@@ -233,21 +233,7 @@ fn prepare_save(
     Ok(PreparedSave {
         summary: json("summary", serde_json::to_string(summary))?,
         id: id.to_owned(),
-        status: summary.status.as_str(),
-        metadata: json("metadata", serde_json::to_string(&summary.metadata))?,
-        created_at_key: order_key(summary.created_at),
-        updated_at_key: order_key(summary.updated_at),
-        error: summary.error.clone(),
-        pending_input: summary
-            .pending_input
-            .as_ref()
-            .map(|pending| json("pending input", serde_json::to_string(pending)))
-            .transpose()?,
-        usage: summary
-            .usage
-            .as_ref()
-            .map(|usage| json("usage", serde_json::to_string(usage)))
-            .transpose()?,
+        updated_at_key: order_key(summary.updated_at.millis()),
         messages,
         resume_state: resume_state
             .map(|state| codec.encode(id, state))
