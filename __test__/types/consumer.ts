@@ -91,9 +91,11 @@ export async function grant(id: string, tool: string): Promise<void> {
 }
 
 export const thrown = [
-  new SessionNotFoundError({ sessionId: 'a' }),
-  new SessionConflictError({ sessionId: 'a', status: 'busy' }),
-  new SessionCapacityError({ capacity: 2 }),
+  new SessionNotFoundError('a'),
+  new SessionConflictError('a', 'busy', 'The session is busy.'),
+  new SessionConflictError('a', 'busy'),
+  new SessionCapacityError(2),
+  new SessionInputError('message', 'message must be a string'),
   new SessionInputError({ path: 'message', message: 'message must be a string' }),
   new SessionError('x', { cause: new Error('y') }),
 ];
