@@ -432,6 +432,85 @@ impl SessionRecord {
 mod tests {
     use super::*;
 
+    use serde_json::json;
+
+    #[test]
+    fn a_record_of_the_reference_shape_round_trips_with_its_unknown_fields() {
+        let text = r#"{"id":"a","status":"awaiting-input","metadata":{"t":1},"createdAt":"2026-01-02T03:04:05.678Z","updatedAt":"2026-01-02T03:04:06.000Z","turns":3,"usage":{"inputTokens":1,"outputTokens":2.5,"totalTokens":3,"cached":{"x":1}},"error":"e","pendingInput":{"approvals":[],"toolCalls":[]},"owner":{"name":"ada"},"n":-0.0,"messages":[{"id":"m","role":"user","parts":[]}],"later":null}"#;
+        let record: SessionRecord = serde_json::from_str(text).unwrap();
+        assert_eq!(record.summary.turns, 3);
+        assert_eq!(record.summary.usage.output_tokens, 2.5);
+        assert_eq!(
+            record.summary.created_at.millis(),
+            1_767_323_045_678.0,
+            "2026-01-02T03:04:05.678Z"
+        );
+        assert_eq!(
+            record.summary.extra.keys().collect::<Vec<_>>(),
+            ["owner", "n", "later"]
+        );
+        // Written back: the known fields in the reference's order, the others after them, the
+        // messages last.
+        assert_eq!(
+            serde_json::to_string(&record).unwrap(),
+            r#"{"id":"a","status":"awaiting-input","metadata":{"t":1},"createdAt":"2026-01-02T03:04:05.678Z","updatedAt":"2026-01-02T03:04:06.000Z","turns":3,"usage":{"inputTokens":1,"outputTokens":2.5,"totalTokens":3,"cached":{"x":1}},"error":"e","pendingInput":{"approvals":[],"toolCalls":[]},"owner":{"name":"ada"},"n":-0.0,"later":null,"messages":[{"id":"m","role":"user","parts":[]}]}"#
+        );
+        let summary: SessionSummary = serde_json::from_str(text).unwrap();
+        assert_eq!(summary.extra.get("owner"), Some(&json!({"name": "ada"})));
+        assert!(
+            summary.extra.contains_key("messages"),
+            "a summary keeps what it is given"
+        );
+    }
+
+    #[test]
+    fn a_record_of_0_1_reads_with_iso_times_no_turn_and_zero_usage() {
+        let record: SessionRecord = serde_json::from_str(
+            r#"{"id":"a","status":"idle","metadata":null,"createdAt":1700000000000,"updatedAt":1700000000001.5,"messages":[]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(&record).unwrap(),
+            json!({
+                "id": "a", "status": "idle", "metadata": null,
+                "createdAt": "2023-11-14T22:13:20.000Z", "updatedAt": "2023-11-14T22:13:20.001Z",
+                "turns": 0, "usage": {"inputTokens": 0, "outputTokens": 0, "totalTokens": 0},
+                "messages": [],
+            })
+        );
+    }
+
+    #[test]
+    fn a_record_of_the_wrong_shape_is_refused() {
+        for text in [
+            r#"{"status":"idle","createdAt":"x","updatedAt":"x"}"#,
+            r#"{"id":"a","status":"idle","updatedAt":"x"}"#,
+            r#"{"id":"a","status":"idle","createdAt":null,"updatedAt":"x"}"#,
+            r#"{"id":"a","status":"idle","createdAt":"x","updatedAt":"x","turns":-1}"#,
+            r#"{"id":"a","status":"idle","createdAt":"x","updatedAt":"x","usage":{"inputTokens":"1"}}"#,
+            r#"{"id":"a","status":"asleep","createdAt":"x","updatedAt":"x"}"#,
+        ] {
+            assert!(
+                serde_json::from_str::<SessionRecord>(text).is_err(),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn usage_adds_the_three_counts_of_a_turn_zero_for_what_it_lacks() {
+        let mut usage = SessionUsage::default();
+        usage.add(
+            &json!({"inputTokens": 3, "outputTokens": null, "totalTokens": 3, "raw": {"x": 1}}),
+        );
+        usage.add(&json!({"inputTokens": 1, "outputTokens": 2, "inputTokenDetails": {"a": 1}}));
+        usage.add(&json!("not usage"));
+        assert_eq!(
+            serde_json::to_value(&usage).unwrap(),
+            json!({"inputTokens": 4, "outputTokens": 2, "totalTokens": 3})
+        );
+    }
+
     #[test]
     fn nesting_counts_brackets_outside_strings() {
         assert_eq!(nesting("1"), 0);
