@@ -70,6 +70,21 @@ export type SessionStatus =
   | 'failed'
   | 'interrupted';
 
+/** Every status, in the order of the lifecycle. */
+export declare const SESSION_STATUSES: readonly [
+  'preparing',
+  'idle',
+  'busy',
+  'awaiting-input',
+  'suspended',
+  'closed',
+  'failed',
+  'interrupted',
+];
+
+/** The statuses of a session held in memory, with a harness session and a sandbox. */
+export declare const LIVE_STATUSES: readonly ['preparing', 'idle', 'busy', 'awaiting-input'];
+
 /** The answer to an approval. */
 export interface ApprovalVerdict {
   approved: boolean;

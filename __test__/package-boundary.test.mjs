@@ -33,6 +33,11 @@ describe('exports', () => {
     }
   });
 
+  test("the reference's status lists", () => {
+    assert.deepEqual(pkg.SESSION_STATUSES, ['preparing', 'idle', 'busy', 'awaiting-input', 'suspended', 'closed', 'failed', 'interrupted']);
+    assert.deepEqual(pkg.LIVE_STATUSES, ['preparing', 'idle', 'busy', 'awaiting-input']);
+  });
+
   test('require() and import give the same package', () => {
     assert.equal(require('../index.js').createSessionManager, pkg.createSessionManager);
   });
