@@ -10,9 +10,11 @@
 //!   or as it is after; a save that returned is durable (WAL with `synchronous=FULL` syncs the
 //!   WAL at every commit);
 //! - `get` returns exactly what `save` wrote: JSON values equal (object key order kept, floats bit
-//!   for bit, thanks to serde_json's `float_roundtrip`), `created_at`/`updated_at` bit for bit;
-//! - `list` reads the `sessions` table only (one scan, no message), in the order of
-//!   [`super::sort_newest_first`];
+//!   for bit, thanks to serde_json's `float_roundtrip`), the times as their text, the fields the
+//!   store does not know kept;
+//! - a session is one `sessions` row (its summary as JSON, and the order key of its `updatedAt`)
+//!   and its message rows; `list` reads the `sessions` table only (one scan, no message), in the
+//!   order of [`super::sort_newest_first`];
 //! - a save writes only the message rows that changed;
 //! - the resume state has a row only while a save gives one; with an encryption key it is sealed
 //!   (see `seal`), and it never appears in an error message or a log;

@@ -137,7 +137,7 @@ fn add_summaries(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch("ALTER TABLE sessions ADD COLUMN summary TEXT")
 }
 
-/// Schema version 1.
+/// Schema version 1 (version 3 keeps of `sessions` only `id`, `updated_at_key` and the summary).
 ///
 /// - `sessions`: one row per session, everything `list()` gives, so it never reads messages.
 ///   `created_at_key`/`updated_at_key` hold the `f64` milliseconds as order keys
