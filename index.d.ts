@@ -70,6 +70,21 @@ export type SessionStatus =
   | 'failed'
   | 'interrupted';
 
+/** Every status, in the order of the lifecycle. */
+export declare const SESSION_STATUSES: readonly [
+  'preparing',
+  'idle',
+  'busy',
+  'awaiting-input',
+  'suspended',
+  'closed',
+  'failed',
+  'interrupted',
+];
+
+/** The statuses of a session held in memory, with a harness session and a sandbox. */
+export declare const LIVE_STATUSES: readonly ['preparing', 'idle', 'busy', 'awaiting-input'];
+
 /** The answer to an approval. */
 export interface ApprovalVerdict {
   approved: boolean;
@@ -99,21 +114,30 @@ export interface PendingInput {
   toolCalls: PendingToolCall[];
 }
 
+/** The tokens a session's turns used, added up. */
+export interface SessionUsage {
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+}
+
 /** A session without its conversation: what `list()` gives and `subscribe()` sends. */
 export interface SessionSummary<METADATA = unknown> {
   id: string;
   status: SessionStatus;
   metadata: METADATA;
-  /** Milliseconds since the epoch. */
-  createdAt: number;
-  /** Milliseconds since the epoch; strictly increasing within a process. */
-  updatedAt: number;
+  /** ISO 8601, as `Date.prototype.toISOString()` writes it. */
+  createdAt: string;
+  /** ISO 8601: the last change of status, or the end of the last turn (not `update()`). */
+  updatedAt: string;
+  /** The turns that reached their end: a `send()` or `continue()` that got a stream from the agent. */
+  turns: number;
+  /** The tokens its turns used, added up: zeros until its first turn. */
+  usage: SessionUsage;
   /** Why its last start, resume or turn failed, or was cut short. */
   error?: string;
   /** What it waits for, when `awaiting-input` (or suspended while it waited). */
   pendingInput?: PendingInput;
-  /** The tokens its turns used, summed over every turn. */
-  usage?: Record<string, unknown>;
 }
 
 /** A session with its conversation, as `useChat` shows it. */
@@ -429,10 +453,13 @@ export declare class SessionError extends Error {
   static isInstance(error: unknown): error is SessionError;
 }
 
-/** No session has this id (404). */
+/**
+ * No session has this id (404). Its `isInstance()`, and those of the classes below, also recognise
+ * the errors of `ai-sdk-harness-sessions`, whose own `isInstance()` recognises these.
+ */
 export declare class SessionNotFoundError extends SessionError {
-  /** `message` defaults to `No session <sessionId>.` */
-  constructor(options: { sessionId: string; message?: string });
+  /** The message is `No session <sessionId>.` */
+  constructor(sessionId: string);
   readonly code: 'SESSION_NOT_FOUND';
   readonly statusCode: 404;
   readonly sessionId: string;
@@ -442,7 +469,7 @@ export declare class SessionNotFoundError extends SessionError {
 /** The session cannot do it in its status (409). */
 export declare class SessionConflictError extends SessionError {
   /** `message` defaults to `The session is <status>.` */
-  constructor(options: { sessionId: string; status: SessionStatus; message?: string });
+  constructor(sessionId: string, status: SessionStatus, message?: string);
   readonly code: 'SESSION_CONFLICT';
   readonly statusCode: 409;
   readonly sessionId: string;
@@ -452,7 +479,7 @@ export declare class SessionConflictError extends SessionError {
 
 /** Every sandbox slot is taken by a session that is not idle (503). */
 export declare class SessionCapacityError extends SessionError {
-  constructor(options: { capacity: number; message?: string });
+  constructor(capacity: number);
   readonly code: 'SESSION_CAPACITY';
   readonly statusCode: 503;
   readonly capacity: number;
@@ -461,6 +488,8 @@ export declare class SessionCapacityError extends SessionError {
 
 /** An argument of the wrong shape (400). */
 export declare class SessionInputError extends SessionError {
+  /** `message` defaults to `<path> is not valid.` */
+  constructor(path: string, message?: string);
   constructor(options: { path: string; message?: string });
   readonly code: 'SESSION_INPUT';
   readonly statusCode: 400;

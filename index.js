@@ -19,6 +19,11 @@ const { getHarnessErrorMessage } = require('./js/harness-errors.js');
 const { sharedSandbox, sandboxPerSession } = require('./js/strategies.js');
 const { dockerSandbox, localSandbox } = require('./js/sandbox.js');
 
+/** Every status, in the order of the lifecycle. */
+const SESSION_STATUSES = ['preparing', 'idle', 'busy', 'awaiting-input', 'suspended', 'closed', 'failed', 'interrupted'];
+/** The statuses of a session held in memory, with a harness session and a sandbox. */
+const LIVE_STATUSES = ['preparing', 'idle', 'busy', 'awaiting-input'];
+
 module.exports = {
   createSessionManager,
   createMemorySessionStore,
@@ -33,4 +38,6 @@ module.exports = {
   SessionConflictError,
   SessionCapacityError,
   SessionInputError,
+  SESSION_STATUSES,
+  LIVE_STATUSES,
 };

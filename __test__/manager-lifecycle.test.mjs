@@ -40,7 +40,10 @@ describe('create()', () => {
     const session = await sessions.create({ id: 's1', metadata: { title: 'T' } });
     assert.equal(session.status, 'preparing');
     assert.deepEqual(session.metadata, { title: 'T' });
-    assert.equal(typeof session.createdAt, 'number');
+    assert.equal(session.createdAt, new Date(session.createdAt).toISOString(), 'ISO 8601, as toISOString() writes it');
+    assert.equal(session.updatedAt, session.createdAt);
+    assert.equal(session.turns, 0);
+    assert.deepEqual(session.usage, { inputTokens: 0, outputTokens: 0, totalTokens: 0 });
     assert.equal((await sessions.get('s1')).status, 'preparing');
     gate.resolve();
     await untilStatus(sessions, 's1', 'idle');
@@ -235,8 +238,8 @@ describe('a turn', () => {
     await sessions.create({ id: 'u', metadata: {} });
     await readTurn(await sessions.send('u', { message: 'a' }));
     const { session } = await readTurn(await sessions.send('u', { message: 'b' }));
-    assert.equal(session.usage.inputTokens, 4);
-    assert.equal(session.usage.outputTokens, 7);
+    assert.deepEqual(session.usage, { inputTokens: 4, outputTokens: 7, totalTokens: 6 });
+    assert.equal(session.turns, 2);
     await sessions.shutdown();
   });
 

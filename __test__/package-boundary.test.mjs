@@ -33,6 +33,11 @@ describe('exports', () => {
     }
   });
 
+  test("the reference's status lists", () => {
+    assert.deepEqual(pkg.SESSION_STATUSES, ['preparing', 'idle', 'busy', 'awaiting-input', 'suspended', 'closed', 'failed', 'interrupted']);
+    assert.deepEqual(pkg.LIVE_STATUSES, ['preparing', 'idle', 'busy', 'awaiting-input']);
+  });
+
   test('require() and import give the same package', () => {
     assert.equal(require('../index.js').createSessionManager, pkg.createSessionManager);
   });
@@ -41,10 +46,12 @@ describe('exports', () => {
 describe('errors', () => {
   test('each class has its code, HTTP status and fields', () => {
     const cases = [
-      [new pkg.SessionNotFoundError({ sessionId: 'a' }), 'SESSION_NOT_FOUND', 404, 'No session a.'],
-      [new pkg.SessionConflictError({ sessionId: 'a', status: 'busy' }), 'SESSION_CONFLICT', 409, 'The session is busy.'],
-      [new pkg.SessionCapacityError({ capacity: 4 }), 'SESSION_CAPACITY', 503,
+      [new pkg.SessionNotFoundError('a'), 'SESSION_NOT_FOUND', 404, 'No session a.'],
+      [new pkg.SessionConflictError('a', 'busy'), 'SESSION_CONFLICT', 409, 'The session is busy.'],
+      [new pkg.SessionConflictError('a', 'busy', 'Busy, try later.'), 'SESSION_CONFLICT', 409, 'Busy, try later.'],
+      [new pkg.SessionCapacityError(4), 'SESSION_CAPACITY', 503,
         '4 sessions are live, the most the sandboxes take: close or suspend one first.'],
+      [new pkg.SessionInputError('message.parts', 'bad'), 'SESSION_INPUT', 400, 'bad'],
       [new pkg.SessionInputError({ path: 'message.parts', message: 'bad' }), 'SESSION_INPUT', 400, 'bad'],
     ];
     for (const [error, code, statusCode, message] of cases) {
@@ -55,7 +62,7 @@ describe('errors', () => {
       assert.equal(error.statusCode, statusCode);
       assert.equal(error.message, message);
     }
-    assert.equal(pkg.SessionNotFoundError.isInstance(new pkg.SessionConflictError({ sessionId: 'a', status: 'idle' })), false);
+    assert.equal(pkg.SessionNotFoundError.isInstance(new pkg.SessionConflictError('a', 'idle')), false);
     assert.equal(pkg.SessionError.isInstance(new Error('x')), false);
     assert.equal(pkg.SessionError.isInstance(null), false);
     assert.equal(pkg.SessionError.isInstance({ code: 'SESSION_NOT_FOUND' }), false);

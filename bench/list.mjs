@@ -31,7 +31,7 @@ export function mapStore({ clone = false } = {}) {
     async list() {
       return [...records.values()]
         .map(({ messages, ...summary }) => (clone ? structuredClone(summary) : summary))
-        .sort((a, b) => b.updatedAt - a.updatedAt);
+        .sort((a, b) => (a.updatedAt < b.updatedAt) - (a.updatedAt > b.updatedAt));
     },
     async getResumeState() {
       return undefined;

@@ -186,9 +186,10 @@ export function storedRecord(index, status, at = Date.UTC(2026, 0, 1)) {
     id,
     status,
     metadata: { title: `Conversation ${index}`, agent: index % 3 === 0 ? 'reviewer' : 'coder', owner: `user-${index % 97}` },
-    createdAt: at + index * 1000,
+    createdAt: new Date(at + index * 1000).toISOString(),
     // Not in creation order, so that the sort has work to do.
-    updatedAt: at + ((index * 7919) % 100_000) * 1000 + index,
+    updatedAt: new Date(at + ((index * 7919) % 100_000) * 1000 + index).toISOString(),
+    turns: 1,
     usage: { inputTokens: 120, outputTokens: 80, totalTokens: 200 },
     messages: [
       userMessage(`${id}-m1`, `Question ${index}: what does this repository do?`),

@@ -8,6 +8,12 @@
  */
 
 const markerOf = (name) => Symbol.for(`harness-sessions.error.${name}`);
+/**
+ * The marker `ai-sdk-harness-sessions` puts on its errors (an own property, `true`) and its
+ * `isInstance` looks for: ours carry it too, and ours recognise its errors, so that an application
+ * with both packages loaded while it moves over tells their errors apart the same way.
+ */
+const referenceMarkerOf = (name) => Symbol.for(`ai-sdk-harness-sessions.${name}`);
 
 class SessionError extends Error {
   /**
@@ -29,58 +35,72 @@ class SessionError extends Error {
   }
 }
 
+/** No session has this id. An HTTP API answers 404. */
 class SessionNotFoundError extends SessionError {
-  constructor({ sessionId, message = `No session ${sessionId}.` }) {
-    super(message);
+  /** @param {string} sessionId */
+  constructor(sessionId) {
+    super(`No session ${sessionId}.`);
     this.name = 'SessionNotFoundError';
     this.code = 'SESSION_NOT_FOUND';
     this.statusCode = 404;
     this.sessionId = sessionId;
-    mark(this, 'SessionNotFoundError');
+    mark(this, 'SessionNotFoundError', true);
   }
 
   static isInstance(error) {
-    return hasMarker(error, 'SessionNotFoundError');
+    return hasMarker(error, 'SessionNotFoundError', true);
   }
 }
 
+/** The session cannot do this in its status. An HTTP API answers 409. */
 class SessionConflictError extends SessionError {
-  constructor({ sessionId, status, message = `The session is ${status}.` }) {
+  /**
+   * @param {string} sessionId
+   * @param {string} status the session's status when it refused
+   * @param {string} [message] default: `The session is <status>.`
+   */
+  constructor(sessionId, status, message = `The session is ${status}.`) {
     super(message);
     this.name = 'SessionConflictError';
     this.code = 'SESSION_CONFLICT';
     this.statusCode = 409;
     this.sessionId = sessionId;
     this.status = status;
-    mark(this, 'SessionConflictError');
+    mark(this, 'SessionConflictError', true);
   }
 
   static isInstance(error) {
-    return hasMarker(error, 'SessionConflictError');
+    return hasMarker(error, 'SessionConflictError', true);
   }
 }
 
+/** Every sandbox slot is taken. An HTTP API answers 503. */
 class SessionCapacityError extends SessionError {
-  constructor({
-    capacity,
-    message = `${capacity} sessions are live, the most the sandboxes take: close or suspend one first.`,
-  }) {
-    super(message);
+  /** @param {number} capacity how many sessions may be live at once */
+  constructor(capacity) {
+    super(`${capacity} sessions are live, the most the sandboxes take: close or suspend one first.`);
     this.name = 'SessionCapacityError';
     this.code = 'SESSION_CAPACITY';
     this.statusCode = 503;
     this.capacity = capacity;
-    mark(this, 'SessionCapacityError');
+    mark(this, 'SessionCapacityError', true);
   }
 
   static isInstance(error) {
-    return hasMarker(error, 'SessionCapacityError');
+    return hasMarker(error, 'SessionCapacityError', true);
   }
 }
 
+/** An argument of the wrong shape. An HTTP API answers 400. */
 class SessionInputError extends SessionError {
-  constructor({ path, message = `${path} is not valid.` }) {
-    super(message);
+  /**
+   * `new SessionInputError(path, message?)`, or `new SessionInputError({ path, message? })`.
+   * @param {string | { path: string, message?: string }} path
+   * @param {string} [message] default: `<path> is not valid.`
+   */
+  constructor(path, message) {
+    if (path !== null && typeof path === 'object') ({ path, message } = path);
+    super(message ?? `${path} is not valid.`);
     this.name = 'SessionInputError';
     this.code = 'SESSION_INPUT';
     this.statusCode = 400;
@@ -94,12 +114,17 @@ class SessionInputError extends SessionError {
   }
 }
 
-function mark(error, name) {
+/** Marks `error` as a `name`; with `reference`, with the marker of `ai-sdk-harness-sessions` too. */
+function mark(error, name, reference = false) {
   Object.defineProperty(error, markerOf(name), { value: true, enumerable: false });
+  // As the reference's class field defines it: an own, enumerable, writable property.
+  if (reference) error[referenceMarkerOf(name)] = true;
 }
 
-function hasMarker(error, name) {
-  return error != null && typeof error === 'object' && error[markerOf(name)] === true;
+/** Whether `error` carries our marker of `name`, or (with `reference`) the reference's. */
+function hasMarker(error, name, reference = false) {
+  if (error == null || typeof error !== 'object') return false;
+  return error[markerOf(name)] === true || (reference && referenceMarkerOf(name) in error);
 }
 
 /**
@@ -146,13 +171,13 @@ function fromNative(error) {
   }
   switch (details.code) {
     case 'SESSION_NOT_FOUND':
-      return new SessionNotFoundError(details);
+      return new SessionNotFoundError(details.sessionId);
     case 'SESSION_CONFLICT':
-      return new SessionConflictError(details);
+      return new SessionConflictError(details.sessionId, details.status, details.message);
     case 'SESSION_CAPACITY':
-      return new SessionCapacityError(details);
+      return new SessionCapacityError(details.capacity);
     case 'SESSION_INPUT':
-      return new SessionInputError(details);
+      return new SessionInputError(details.path, details.message);
     case 'SESSION_HOST': {
       if (details.origin !== undefined) {
         const original = keeper.peek(details.origin);

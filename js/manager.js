@@ -252,7 +252,7 @@ function createSessionManager(given) {
       // so that none is lost between the read and the write.
       return updates.run(id, async () => {
         const current = await api.get(id);
-        if (current === undefined) throw new SessionNotFoundError({ sessionId: id });
+        if (current === undefined) throw new SessionNotFoundError(id);
         return parse(await call(() => manager.update(id, json(change(current.metadata), 'metadata'))));
       });
     },

@@ -529,7 +529,7 @@ export const ENTRY_POINTS = {
       return { category: 'store-non-string-argument', why: 'no record', args: [random.pick([undefined, Symbol('r'), () => 1])], expect: input };
     }
     if (choice === 1) {
-      return { category: 'bad-record', why: 'a record of the wrong shape', args: [random.pick([null, 1, 'r', [], {}, { ...record(), status: 'sleeping' }, { ...record(), messages: 'none' }, { ...record(), createdAt: 'now' }, { ...record(), id: 1 }])], expect: input };
+      return { category: 'bad-record', why: 'a record of the wrong shape', args: [random.pick([null, 1, 'r', [], {}, { ...record(), status: 'sleeping' }, { ...record(), messages: 'none' }, { ...record(), createdAt: null }, { ...record(), updatedAt: {} }, { ...record(), turns: -1 }, { ...record(), usage: { inputTokens: 'many' } }, { ...record(), id: 1 }])], expect: input };
     }
     if (choice === 2) {
       // The store checks no depth of its own: past serde_json's 128 levels only.

@@ -18,6 +18,7 @@ import {
   type SessionStore,
   type SessionSummary,
   type SessionTurn,
+  type SessionUsage,
 } from 'harness-sessions';
 
 declare const harness: HarnessV1;
@@ -83,6 +84,16 @@ export async function grant(id: string, tool: string): Promise<void> {
   unsubscribe();
   const list: SessionSummary<Metadata>[] = await sessions.list();
   void list;
+  // The record of the reference: ISO 8601 times, turns, usage with its three counts.
+  const [first] = list;
+  if (first !== undefined) {
+    const when: Date = new Date(first.updatedAt);
+    const created: string = first.createdAt;
+    const turns: number = first.turns;
+    const usage: SessionUsage = first.usage;
+    const tokens: number = usage.inputTokens + usage.outputTokens + usage.totalTokens;
+    void [when, created, turns, tokens];
+  }
   await sessions.interrupt(id);
   await sessions.suspend(id);
   await sessions.close(id);
@@ -91,9 +102,11 @@ export async function grant(id: string, tool: string): Promise<void> {
 }
 
 export const thrown = [
-  new SessionNotFoundError({ sessionId: 'a' }),
-  new SessionConflictError({ sessionId: 'a', status: 'busy' }),
-  new SessionCapacityError({ capacity: 2 }),
+  new SessionNotFoundError('a'),
+  new SessionConflictError('a', 'busy', 'The session is busy.'),
+  new SessionConflictError('a', 'busy'),
+  new SessionCapacityError(2),
+  new SessionInputError('message', 'message must be a string'),
   new SessionInputError({ path: 'message', message: 'message must be a string' }),
   new SessionError('x', { cause: new Error('y') }),
 ];
@@ -103,6 +116,11 @@ export async function refused(): Promise<void> {
   // @ts-expect-error an unknown status
   const status: SessionSummary['status'] = 'sleeping';
   void status;
+  // @ts-expect-error times are ISO 8601 strings, not epoch milliseconds
+  const millis: SessionSummary['createdAt'] = 1;
+  void millis;
+  // @ts-expect-error the reference's constructors are positional
+  new SessionNotFoundError({ sessionId: 'a' });
   // @ts-expect-error metadata of the wrong shape
   await sessions.create({ id: 'x', metadata: { title: 3 } });
   // @ts-expect-error send() needs a message

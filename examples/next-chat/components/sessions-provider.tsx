@@ -27,7 +27,7 @@ function reduce(current: ReadonlyMap<string, Summary>, event: FeedEvent): Readon
     return next;
   }
   const known = current.get(event.session.id);
-  if (known !== undefined && known.updatedAt > event.session.updatedAt) return current;
+  if (known !== undefined && Date.parse(known.updatedAt) > Date.parse(event.session.updatedAt)) return current;
   return new Map(current).set(event.session.id, event.session);
 }
 
@@ -56,7 +56,7 @@ export function SessionsProvider({ initial, children }: { initial: Summary[]; ch
 
   const value = useMemo<SessionsContext>(
     () => ({
-      sessions: [...byId.values()].sort((a, b) => b.createdAt - a.createdAt),
+      sessions: [...byId.values()].sort((a, b) => Date.parse(b.createdAt) - Date.parse(a.createdAt)),
       byId,
       live,
       apply,

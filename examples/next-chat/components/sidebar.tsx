@@ -62,7 +62,7 @@ export function Sidebar({ info }: { info: ServerInfo }) {
                     <span className="session-title">{session.metadata.title}</span>
                     <span className="session-meta">
                       <StatusBadge status={session.status} />
-                      <RelativeTime ms={session.updatedAt} />
+                      <RelativeTime ms={Date.parse(session.updatedAt)} />
                     </span>
                   </Link>
                 </li>

@@ -282,7 +282,7 @@ pub(crate) fn apply(record: &mut SessionRecord, event: Event) -> Option<SessionS
         return None;
     };
     record.summary.status = status;
-    record.summary.updated_at = now_ms();
+    record.summary.updated_at = crate::engine::session::Timestamp::from_millis(now_ms());
     Some(status)
 }
 

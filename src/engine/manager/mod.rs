@@ -31,7 +31,7 @@ use crate::engine::error::{Result, SessionError};
 use crate::engine::hooks::{ManagerHooks, SessionEvent};
 use crate::engine::lease::SessionSandboxes;
 use crate::engine::session::lifecycle::{self, decide, Command, Decision, Event, Input};
-use crate::engine::session::{SessionRecord, SessionStatus, SessionSummary};
+use crate::engine::session::{SessionRecord, SessionStatus, SessionSummary, Timestamp};
 use crate::engine::store::SessionStore;
 
 pub use self::submissions::SubmissionAsk;
@@ -345,7 +345,7 @@ impl Inner {
         let mut live = Vec::new();
         for summary in summaries {
             if summary.status == SessionStatus::Suspended {
-                timers::arm_close_suspended(self, &summary.id, summary.updated_at);
+                timers::arm_close_suspended(self, &summary.id, summary.updated_at.millis());
             } else if summary.status.is_live() {
                 live.push(summary.id);
             }
@@ -480,16 +480,12 @@ impl Inner {
         let victim = self.reserve_slot(entry)?;
         let now = now_ms();
         entry.state().record = Some(SessionRecord {
-            summary: SessionSummary {
-                id: entry.id.clone(),
-                status: lifecycle::NEW,
+            summary: SessionSummary::new(
+                entry.id.clone(),
+                lifecycle::NEW,
                 metadata,
-                created_at: now,
-                updated_at: now,
-                error: None,
-                pending_input: None,
-                usage: None,
-            },
+                Timestamp::from_millis(now),
+            ),
             messages: Vec::new(),
             submissions: Vec::new(),
         });
@@ -514,13 +510,14 @@ impl Inner {
         {
             let mut state = entry.state();
             let record = state.record_mut()?;
+            // Not activity: `updatedAt` stays, so that `list()` keeps its order and a suspended
+            // session is closed when it would have been.
             record.summary.metadata = metadata;
-            record.summary.updated_at = now_ms();
         }
         let resume_state = self.kept_resume_state(entry).await?;
         let summary = self.save(entry, resume_state.as_ref()).await?;
         if summary.status == SessionStatus::Suspended {
-            timers::arm_close_suspended(self, &entry.id, summary.updated_at);
+            timers::arm_close_suspended(self, &entry.id, summary.updated_at.millis());
         }
         Ok(summary)
     }

@@ -52,21 +52,17 @@ pub fn remember(record: &mut SessionRecord, ask: &SubmissionAsk, reply_id: &str)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::session::{SessionStatus, SessionSummary};
+    use crate::engine::session::{SessionStatus, SessionSummary, Timestamp};
     use serde_json::json;
 
     fn record() -> SessionRecord {
         SessionRecord {
-            summary: SessionSummary {
-                id: "s".into(),
-                status: SessionStatus::Idle,
-                metadata: json!({}),
-                created_at: 0.0,
-                updated_at: 0.0,
-                error: None,
-                pending_input: None,
-                usage: None,
-            },
+            summary: SessionSummary::new(
+                "s".into(),
+                SessionStatus::Idle,
+                json!({}),
+                Timestamp::from_millis(0.0),
+            ),
             messages: Vec::new(),
             submissions: Vec::new(),
         }

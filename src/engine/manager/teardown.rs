@@ -91,7 +91,7 @@ impl Inner {
         self.finish_cut_turn(entry, summary.as_ref().ok());
         entry.notify();
         if let Ok(summary) = &summary {
-            timers::arm_close_suspended(self, &entry.id, summary.updated_at);
+            timers::arm_close_suspended(self, &entry.id, summary.updated_at.millis());
         }
         summary
     }

@@ -313,12 +313,21 @@ async fn a_session_opens_takes_a_turn_and_keeps_the_conversation() {
     let w = world(None, ManagerOptions::default(), None);
     let created = w.manager.create("a".into(), json!({"t": 1})).await.unwrap();
     assert_eq!(created.status, SessionStatus::Preparing);
+    assert_eq!(created.turns, 0);
+    assert_eq!(
+        serde_json::to_value(&created.usage).unwrap(),
+        json!({"inputTokens": 0, "outputTokens": 0, "totalTokens": 0})
+    );
     let started = w.manager.send("a", send(1, "hello")).await.unwrap();
     assert_eq!(started.session.status, SessionStatus::Busy);
     assert_eq!(started.message_id, "reply-1");
     let done = wait_turn(&w, 1).await;
     assert_eq!(done.status, SessionStatus::Idle);
-    assert_eq!(done.usage, Some(json!({"outputTokens": 2})));
+    assert_eq!(
+        serde_json::to_value(&done.usage).unwrap(),
+        json!({"inputTokens": 0, "outputTokens": 2, "totalTokens": 0})
+    );
+    assert_eq!(done.turns, 1);
     assert_eq!(
         w.recorder.delivered.lock().unwrap()[&1],
         vec!["finish"],

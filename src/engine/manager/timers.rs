@@ -84,7 +84,7 @@ impl Inner {
                 let still = entry.state().record.as_ref().is_some_and(|r| {
                     decide(r.summary.status, Input::Event(Event::SuspendedTooLong))
                         == Decision::Discard
-                        && r.summary.updated_at <= suspended_at
+                        && r.summary.updated_at.millis() <= suspended_at
                 });
                 if still {
                     if let Err(error) = self.discard_entry(&entry).await {

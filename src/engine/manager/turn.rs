@@ -363,7 +363,11 @@ impl Inner {
         first: UnboundedReceiver<TurnReport>,
     ) {
         let deadline = self.options.turn_timeout.map(|d| Instant::now() + d);
-        let mut read = Reading::default();
+        // The agent gave the turn its first stream: it counts in `turns`, however it ends.
+        let mut read = Reading {
+            got_stream: true,
+            ..Reading::default()
+        };
         let mut policy = PolicyRounds::default();
         let mut sent = sent_approvals(&plan.input);
         let mut reports = first;
@@ -680,6 +684,11 @@ impl Inner {
                 } else if has_parts {
                     record.messages.push(StoredMessage::from_value(&message));
                 }
+                // A turn counts once it got a stream from the agent, however it ended; the
+                // continuations `approve` carried it through are the same turn.
+                if read.got_stream {
+                    record.summary.turns += 1;
+                }
                 record.summary.pending_input = unfinished.then(|| {
                     let mut pending =
                         policy_decisions.unwrap_or_else(|| pending_input_of(&message, true));
@@ -687,7 +696,7 @@ impl Inner {
                     pending
                 });
                 if let Some(usage) = read.usage.as_ref() {
-                    record.summary.usage = messages::add_usage(record.summary.usage.take(), usage);
+                    record.summary.usage.add(usage);
                 }
                 if !owned {
                     record.summary.error = read
@@ -797,4 +806,6 @@ struct Reading {
     /// The `abort` chunk the agent's stream ended with (its caller aborted it), held back for
     /// the end.
     abort: Option<UiChunk>,
+    /// Whether the agent gave a stream: the turn then counts in `turns`.
+    got_stream: bool,
 }

@@ -2,8 +2,9 @@
 
 pub mod lifecycle;
 pub mod record;
+pub mod timestamp;
 
 pub use record::{
     ApprovalVerdict, PendingApproval, PendingInput, PendingToolCall, SessionRecord, SessionStatus,
-    SessionSummary, StoredMessage, Submission,
+    SessionSummary, SessionUsage, StoredMessage, Submission, Timestamp,
 };

@@ -7,7 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+pub use super::timestamp::Timestamp;
 
 /// Where a session is in its lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -137,6 +139,45 @@ impl PendingInput {
     }
 }
 
+/// The tokens a session's turns used, added up: zeros at `create()`, each turn adding its
+/// `inputTokens`, `outputTokens` and `totalTokens` (`0` for any it lacks).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionUsage {
+    /// Input tokens.
+    #[serde(default, serialize_with = "count")]
+    pub input_tokens: f64,
+    /// Output tokens.
+    #[serde(default, serialize_with = "count")]
+    pub output_tokens: f64,
+    /// Input and output tokens.
+    #[serde(default, serialize_with = "count")]
+    pub total_tokens: f64,
+    /// Fields a store was given beside those three, kept as they were.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl SessionUsage {
+    /// Adds a turn's usage (an `ai` `LanguageModelUsage`): its three counts, `0` for any that is
+    /// missing or not a number.
+    pub fn add(&mut self, turn: &Value) {
+        let of = |key: &str| turn.get(key).and_then(Value::as_f64).unwrap_or(0.0);
+        self.input_tokens += of("inputTokens");
+        self.output_tokens += of("outputTokens");
+        self.total_tokens += of("totalTokens");
+    }
+}
+
+/// A count written as JavaScript writes a number: `3`, never `3.0`.
+fn count<S: serde::Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    if value.fract() == 0.0 && value.abs() < 9e15 {
+        serializer.serialize_i64(*value as i64)
+    } else {
+        serializer.serialize_f64(*value)
+    }
+}
+
 /// A session without its conversation: what `list()` gives and `subscribe()` sends.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -148,19 +189,43 @@ pub struct SessionSummary {
     /// What the application keeps with it, as JSON.
     #[serde(default)]
     pub metadata: Value,
-    /// When it was created, in milliseconds since the epoch.
-    pub created_at: f64,
-    /// When it last changed, in milliseconds since the epoch.
-    pub updated_at: f64,
+    /// When it was created, in ISO 8601.
+    pub created_at: Timestamp,
+    /// Its last change of status, or the end of its last turn, in ISO 8601.
+    pub updated_at: Timestamp,
+    /// The turns that reached their end.
+    #[serde(default)]
+    pub turns: u64,
+    /// The tokens its turns used, added up.
+    #[serde(default)]
+    pub usage: SessionUsage,
     /// Why its last start, resume or turn failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// What it waits for, when `awaiting-input` (and when suspended while it waited).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_input: Option<PendingInput>,
-    /// The tokens its turns used, summed over every turn.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Value>,
+    /// Fields a store was given that are none of the above, kept as they were.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl SessionSummary {
+    /// A new session's summary: no turn, no usage, created and updated `now`.
+    pub fn new(id: String, status: SessionStatus, metadata: Value, now: Timestamp) -> Self {
+        SessionSummary {
+            id,
+            status,
+            metadata,
+            created_at: now.clone(),
+            updated_at: now,
+            turns: 0,
+            usage: SessionUsage::default(),
+            error: None,
+            pending_input: None,
+            extra: Map::new(),
+        }
+    }
 }
 
 /// The deepest nesting a stored message may have: as deep as the engine can read it into values.
@@ -311,41 +376,65 @@ pub struct Submission {
 impl<'de> Deserialize<'de> for SessionRecord {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // `flatten` would buffer the messages as values, which raw messages cannot come from: the
-        // fields are read one by one instead.
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Shape {
-            id: String,
-            status: SessionStatus,
-            #[serde(default)]
-            metadata: Value,
-            created_at: f64,
-            updated_at: f64,
-            #[serde(default)]
-            error: Option<String>,
-            #[serde(default)]
-            pending_input: Option<PendingInput>,
-            #[serde(default)]
-            usage: Option<Value>,
-            #[serde(default)]
-            messages: Vec<StoredMessage>,
-            #[serde(default)]
-            submissions: Vec<Submission>,
+        // fields are read one by one instead, those it does not know kept as values.
+        deserializer.deserialize_map(RecordVisitor)
+    }
+}
+
+struct RecordVisitor;
+
+impl<'de> serde::de::Visitor<'de> for RecordVisitor {
+    type Value = SessionRecord;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a session record")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> Result<SessionRecord, A::Error> {
+        use serde::de::Error;
+        let (mut id, mut status, mut metadata, mut created_at, mut updated_at) =
+            (None, None, None, None, None);
+        let (mut turns, mut usage, mut error, mut pending_input, mut messages) =
+            (None, None, None, None, None);
+        let mut submissions = None;
+        let mut extra = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "id" => id = Some(map.next_value::<String>()?),
+                "status" => status = Some(map.next_value::<SessionStatus>()?),
+                "metadata" => metadata = Some(map.next_value::<Value>()?),
+                "createdAt" => created_at = Some(map.next_value::<Timestamp>()?),
+                "updatedAt" => updated_at = Some(map.next_value::<Timestamp>()?),
+                "turns" => turns = Some(map.next_value::<u64>()?),
+                "usage" => usage = map.next_value::<Option<SessionUsage>>()?,
+                "error" => error = map.next_value::<Option<String>>()?,
+                "pendingInput" => pending_input = map.next_value::<Option<PendingInput>>()?,
+                "messages" => messages = Some(map.next_value::<Vec<StoredMessage>>()?),
+                "submissions" => submissions = Some(map.next_value::<Vec<Submission>>()?),
+                _ => {
+                    let value = map.next_value::<Value>()?;
+                    extra.insert(key, value);
+                }
+            }
         }
-        let shape = Shape::deserialize(deserializer)?;
         Ok(SessionRecord {
             summary: SessionSummary {
-                id: shape.id,
-                status: shape.status,
-                metadata: shape.metadata,
-                created_at: shape.created_at,
-                updated_at: shape.updated_at,
-                error: shape.error,
-                pending_input: shape.pending_input,
-                usage: shape.usage,
+                id: id.ok_or_else(|| A::Error::missing_field("id"))?,
+                status: status.ok_or_else(|| A::Error::missing_field("status"))?,
+                metadata: metadata.unwrap_or_default(),
+                created_at: created_at.ok_or_else(|| A::Error::missing_field("createdAt"))?,
+                updated_at: updated_at.ok_or_else(|| A::Error::missing_field("updatedAt"))?,
+                turns: turns.unwrap_or(0),
+                usage: usage.unwrap_or_default(),
+                error,
+                pending_input,
+                extra,
             },
-            messages: shape.messages,
-            submissions: shape.submissions,
+            messages: messages.unwrap_or_default(),
+            submissions: submissions.unwrap_or_default(),
         })
     }
 }
@@ -360,6 +449,85 @@ impl SessionRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use serde_json::json;
+
+    #[test]
+    fn a_record_of_the_reference_shape_round_trips_with_its_unknown_fields() {
+        let text = r#"{"id":"a","status":"awaiting-input","metadata":{"t":1},"createdAt":"2026-01-02T03:04:05.678Z","updatedAt":"2026-01-02T03:04:06.000Z","turns":3,"usage":{"inputTokens":1,"outputTokens":2.5,"totalTokens":3,"cached":{"x":1}},"error":"e","pendingInput":{"approvals":[],"toolCalls":[]},"owner":{"name":"ada"},"n":-0.0,"messages":[{"id":"m","role":"user","parts":[]}],"later":null}"#;
+        let record: SessionRecord = serde_json::from_str(text).unwrap();
+        assert_eq!(record.summary.turns, 3);
+        assert_eq!(record.summary.usage.output_tokens, 2.5);
+        assert_eq!(
+            record.summary.created_at.millis(),
+            1_767_323_045_678.0,
+            "2026-01-02T03:04:05.678Z"
+        );
+        assert_eq!(
+            record.summary.extra.keys().collect::<Vec<_>>(),
+            ["owner", "n", "later"]
+        );
+        // Written back: the known fields in the reference's order, the others after them, the
+        // messages last.
+        assert_eq!(
+            serde_json::to_string(&record).unwrap(),
+            r#"{"id":"a","status":"awaiting-input","metadata":{"t":1},"createdAt":"2026-01-02T03:04:05.678Z","updatedAt":"2026-01-02T03:04:06.000Z","turns":3,"usage":{"inputTokens":1,"outputTokens":2.5,"totalTokens":3,"cached":{"x":1}},"error":"e","pendingInput":{"approvals":[],"toolCalls":[]},"owner":{"name":"ada"},"n":-0.0,"later":null,"messages":[{"id":"m","role":"user","parts":[]}]}"#
+        );
+        let summary: SessionSummary = serde_json::from_str(text).unwrap();
+        assert_eq!(summary.extra.get("owner"), Some(&json!({"name": "ada"})));
+        assert!(
+            summary.extra.contains_key("messages"),
+            "a summary keeps what it is given"
+        );
+    }
+
+    #[test]
+    fn a_record_of_0_1_reads_with_iso_times_no_turn_and_zero_usage() {
+        let record: SessionRecord = serde_json::from_str(
+            r#"{"id":"a","status":"idle","metadata":null,"createdAt":1700000000000,"updatedAt":1700000000001.5,"messages":[]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(&record).unwrap(),
+            json!({
+                "id": "a", "status": "idle", "metadata": null,
+                "createdAt": "2023-11-14T22:13:20.000Z", "updatedAt": "2023-11-14T22:13:20.001Z",
+                "turns": 0, "usage": {"inputTokens": 0, "outputTokens": 0, "totalTokens": 0},
+                "messages": [],
+            })
+        );
+    }
+
+    #[test]
+    fn a_record_of_the_wrong_shape_is_refused() {
+        for text in [
+            r#"{"status":"idle","createdAt":"x","updatedAt":"x"}"#,
+            r#"{"id":"a","status":"idle","updatedAt":"x"}"#,
+            r#"{"id":"a","status":"idle","createdAt":null,"updatedAt":"x"}"#,
+            r#"{"id":"a","status":"idle","createdAt":"x","updatedAt":"x","turns":-1}"#,
+            r#"{"id":"a","status":"idle","createdAt":"x","updatedAt":"x","usage":{"inputTokens":"1"}}"#,
+            r#"{"id":"a","status":"asleep","createdAt":"x","updatedAt":"x"}"#,
+        ] {
+            assert!(
+                serde_json::from_str::<SessionRecord>(text).is_err(),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn usage_adds_the_three_counts_of_a_turn_zero_for_what_it_lacks() {
+        let mut usage = SessionUsage::default();
+        usage.add(
+            &json!({"inputTokens": 3, "outputTokens": null, "totalTokens": 3, "raw": {"x": 1}}),
+        );
+        usage.add(&json!({"inputTokens": 1, "outputTokens": 2, "inputTokenDetails": {"a": 1}}));
+        usage.add(&json!("not usage"));
+        assert_eq!(
+            serde_json::to_value(&usage).unwrap(),
+            json!({"inputTokens": 4, "outputTokens": 2, "totalTokens": 3})
+        );
+    }
 
     #[test]
     fn nesting_counts_brackets_outside_strings() {

@@ -72,7 +72,7 @@ impl SessionStore for MemoryStore {
             .values()
             .map(|e| {
                 (
-                    e.record.summary.updated_at,
+                    e.record.summary.updated_at.millis(),
                     e.record.summary.id.as_str(),
                     e.summary_json.as_str(),
                 )
@@ -107,7 +107,7 @@ impl SessionStore for MemoryStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::session::{SessionStatus, SessionSummary};
+    use crate::engine::session::{SessionStatus, SessionSummary, Timestamp};
     use serde_json::json;
 
     #[tokio::test]
@@ -115,16 +115,12 @@ mod tests {
         let store = MemoryStore::new();
         for (i, updated_at) in [3.0, 1.0, 3.0, 2.5].into_iter().enumerate() {
             let record = SessionRecord {
-                summary: SessionSummary {
-                    id: format!("s{i}"),
-                    status: SessionStatus::Idle,
-                    metadata: json!({"i": i}),
-                    created_at: 0.0,
-                    updated_at,
-                    error: None,
-                    pending_input: None,
-                    usage: None,
-                },
+                summary: SessionSummary::new(
+                    format!("s{i}"),
+                    SessionStatus::Idle,
+                    json!({"i": i}),
+                    Timestamp::from_millis(updated_at * 1000.0),
+                ),
                 messages: vec![json!({"id": "m"}).into()],
                 submissions: Vec::new(),
             };

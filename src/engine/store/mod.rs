@@ -67,7 +67,8 @@ pub trait SessionStore: Send + Sync {
 pub fn sort_newest_first(summaries: &mut [SessionSummary]) {
     summaries.sort_by(|a, b| {
         b.updated_at
-            .total_cmp(&a.updated_at)
+            .millis()
+            .total_cmp(&a.updated_at.millis())
             .then_with(|| a.id.cmp(&b.id))
     });
 }

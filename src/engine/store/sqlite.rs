@@ -10,9 +10,11 @@
 //!   or as it is after; a save that returned is durable (WAL with `synchronous=FULL` syncs the
 //!   WAL at every commit);
 //! - `get` returns exactly what `save` wrote: JSON values equal (object key order kept, floats bit
-//!   for bit, thanks to serde_json's `float_roundtrip`), `created_at`/`updated_at` bit for bit;
-//! - `list` reads the `sessions` table only (one scan, no message), in the order of
-//!   [`super::sort_newest_first`];
+//!   for bit, thanks to serde_json's `float_roundtrip`), the times as their text, the fields the
+//!   store does not know kept;
+//! - a session is one `sessions` row (its summary as JSON, and the order key of its `updatedAt`)
+//!   and its message rows; `list` reads the `sessions` table only (one scan, no message), in the
+//!   order of [`super::sort_newest_first`];
 //! - a save writes only the message rows that changed;
 //! - the resume state has a row only while a save gives one; with an encryption key it is sealed
 //!   (see `seal`), and it never appears in an error message or a log;
@@ -186,7 +188,7 @@ impl SessionStore for SqliteStore {
 
     async fn list_json(&self) -> Result<String> {
         self.worker
-            .call(Command::ListJson)
+            .call(Command::List)
             .await?
             .into_newest_first_json()
     }
@@ -236,21 +238,7 @@ fn prepare_save(
             .then(|| json("submissions", serde_json::to_string(&record.submissions)))
             .transpose()?,
         id: id.to_owned(),
-        status: summary.status.as_str(),
-        metadata: json("metadata", serde_json::to_string(&summary.metadata))?,
-        created_at_key: order_key(summary.created_at),
-        updated_at_key: order_key(summary.updated_at),
-        error: summary.error.clone(),
-        pending_input: summary
-            .pending_input
-            .as_ref()
-            .map(|pending| json("pending input", serde_json::to_string(pending)))
-            .transpose()?,
-        usage: summary
-            .usage
-            .as_ref()
-            .map(|usage| json("usage", serde_json::to_string(usage)))
-            .transpose()?,
+        updated_at_key: order_key(summary.updated_at.millis()),
         messages,
         resume_state: resume_state
             .map(|state| codec.encode(id, state))

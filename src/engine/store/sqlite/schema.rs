@@ -50,15 +50,95 @@ pub(super) const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 3,
+        name: "records of the reference's shape",
+        apply: adopt_reference_records,
+    },
+    Migration {
+        version: 4,
         name: "each session's last submissions",
         apply: add_submissions,
     },
 ];
 
-/// Schema version 3: `sessions.submissions`, the session's last submissions (`submissionId`s) as
+/// Schema version 4: `sessions.submissions`, the session's last submissions (`submissionId`s) as
 /// JSON text, `NULL` when it has none.
 fn add_submissions(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch("ALTER TABLE sessions ADD COLUMN submissions TEXT")
+}
+
+/// Schema version 3: the summary JSON (`sessions.summary`) is the whole summary, in the shape of
+/// `ai-sdk-harness-sessions` (ISO 8601 `createdAt`/`updatedAt`, `turns`, `usage` with its three
+/// keys) with any field a caller gave kept; the columns it was made from go, but for
+/// `updated_at_key`, `list()`'s order.
+///
+/// Each row's summary is written anew from its columns: the times in ISO 8601, `usage` cut to its
+/// three counts (zeros when the session had no turn), `turns` the number of its assistant
+/// messages (versions 1 and 2 did not count turns: a turn leaves one assistant message, a turn
+/// continued after a pause continues the same one, so this is the fewest it can have had).
+/// A row that cannot be read fails the migration, which leaves the file as it was.
+fn adopt_reference_records(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    use crate::engine::session::{PendingInput, SessionStatus, SessionSummary, Timestamp};
+
+    let damaged = |id: &str, what: &str| {
+        rusqlite::Error::ToSqlConversionFailure(
+            format!("session {id} holds {what} that cannot be read").into(),
+        )
+    };
+    let mut rewritten = Vec::new();
+    {
+        let mut rows = tx.prepare(
+            "SELECT id, status, metadata, created_at_key, updated_at_key, error, pending_input, \
+                    usage, (SELECT count(*) FROM messages \
+                            WHERE session_id = sessions.id AND body ->> '$.role' = 'assistant') \
+               FROM sessions",
+        )?;
+        let mut rows = rows.query([])?;
+        while let Some(row) = rows.next()? {
+            let id: String = row.get(0)?;
+            let status: String = row.get(1)?;
+            let status = SessionStatus::ALL
+                .into_iter()
+                .find(|known| known.as_str() == status)
+                .ok_or_else(|| damaged(&id, "a status"))?;
+            let metadata: String = row.get(2)?;
+            let metadata = serde_json::from_str(&metadata).map_err(|_| damaged(&id, "metadata"))?;
+            let time = |index: usize| -> rusqlite::Result<Timestamp> {
+                Ok(Timestamp::from_millis(super::from_order_key(
+                    row.get(index)?,
+                )))
+            };
+            let mut summary = SessionSummary::new(id.clone(), status, metadata, time(3)?);
+            summary.updated_at = time(4)?;
+            summary.error = row.get(5)?;
+            summary.pending_input = row
+                .get::<_, Option<String>>(6)?
+                .map(|text| serde_json::from_str::<PendingInput>(&text))
+                .transpose()
+                .map_err(|_| damaged(&id, "a pending input"))?;
+            if let Some(usage) = row.get::<_, Option<String>>(7)? {
+                let usage = serde_json::from_str(&usage).map_err(|_| damaged(&id, "a usage"))?;
+                summary.usage.add(&usage);
+            }
+            summary.turns = row.get::<_, i64>(8)?.try_into().unwrap_or(0);
+            let text = serde_json::to_string(&summary).map_err(|_| damaged(&id, "a summary"))?;
+            let key = super::order_key(summary.updated_at.millis());
+            rewritten.push((id, key, text));
+        }
+    }
+    for (id, key, text) in rewritten {
+        tx.execute(
+            "UPDATE sessions SET summary = ?2, updated_at_key = ?3 WHERE id = ?1",
+            rusqlite::params![id, text, key],
+        )?;
+    }
+    tx.execute_batch(
+        "ALTER TABLE sessions DROP COLUMN status;
+         ALTER TABLE sessions DROP COLUMN metadata;
+         ALTER TABLE sessions DROP COLUMN created_at_key;
+         ALTER TABLE sessions DROP COLUMN error;
+         ALTER TABLE sessions DROP COLUMN pending_input;
+         ALTER TABLE sessions DROP COLUMN usage;",
+    )
 }
 
 /// Schema version 2: `sessions.summary`, the summary as JSON text, written with the other columns
@@ -68,7 +148,7 @@ fn add_summaries(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch("ALTER TABLE sessions ADD COLUMN summary TEXT")
 }
 
-/// Schema version 1.
+/// Schema version 1 (version 3 keeps of `sessions` only `id`, `updated_at_key` and the summary).
 ///
 /// - `sessions`: one row per session, everything `list()` gives, so it never reads messages.
 ///   `created_at_key`/`updated_at_key` hold the `f64` milliseconds as order keys

@@ -18,7 +18,7 @@ use crate::engine::error::SessionError;
 use crate::engine::session::StoredMessage;
 use crate::engine::session::{
     ApprovalVerdict, PendingApproval, PendingInput, PendingToolCall, SessionRecord, SessionStatus,
-    SessionSummary,
+    SessionSummary, SessionUsage, Timestamp,
 };
 use crate::engine::store::{sort_newest_first, SessionStore};
 
@@ -65,21 +65,28 @@ fn message(position: usize, text: &str) -> StoredMessage {
 }
 
 fn record(id: &str, updated_at: f64, messages: usize) -> SessionRecord {
+    let mut summary = SessionSummary::new(
+        id.to_owned(),
+        SessionStatus::Idle,
+        json!({ "title": format!("session {id}"), "tags": ["a", "b"] }),
+        Timestamp::from_millis(1_700_000_000_000.0),
+    );
+    summary.updated_at = Timestamp::from_millis(updated_at);
     SessionRecord {
-        summary: SessionSummary {
-            id: id.to_owned(),
-            status: SessionStatus::Idle,
-            metadata: json!({ "title": format!("session {id}"), "tags": ["a", "b"] }),
-            created_at: 1_700_000_000_000.0,
-            updated_at,
-            error: None,
-            pending_input: None,
-            usage: None,
-        },
+        summary,
         messages: (0..messages)
             .map(|position| message(position, &format!("text {position} of {id}")))
             .collect(),
         submissions: Vec::new(),
+    }
+}
+
+fn usage(input: u64, output: u64, total: u64) -> SessionUsage {
+    SessionUsage {
+        input_tokens: input as f64,
+        output_tokens: output as f64,
+        total_tokens: total as f64,
+        extra: serde_json::Map::new(),
     }
 }
 
@@ -125,6 +132,12 @@ fn order_keys_sort_like_total_cmp_and_keep_every_bit() {
 async fn records_round_trip_exactly() {
     let dir = TempDir::new().expect("temp dir");
     let store = open(&db_path(&dir)).await;
+    let mut extra = serde_json::Map::new();
+    extra.insert(
+        "owner".to_owned(),
+        json!({ "name": "ada", "since": [2024, -0.0] }),
+    );
+    extra.insert("pinned".to_owned(), json!(true));
     let full = SessionRecord {
         summary: SessionSummary {
             id: "s-ü/1 \u{1f600}".to_owned(),
@@ -134,8 +147,14 @@ async fn records_round_trip_exactly() {
                 "tiny": 1.947_700_395_895_162e-169, "huge": -1.490_143_767_845_386e129,
                 "text": "line\nbreak \"quoted\" \u{0}nul",
             }),
-            created_at: -0.0,
-            updated_at: f64::NAN,
+            // A time as another program wrote it is kept as it was written.
+            created_at: Timestamp::from_text("2026-12-02T01:23:47.944+01:00"),
+            updated_at: Timestamp::from_text("not a date"),
+            turns: 7,
+            usage: SessionUsage {
+                extra: serde_json::Map::from_iter([("cachedTokens".to_owned(), json!(4))]),
+                ..usage(1, 2, 3)
+            },
             error: Some("the sandbox died.".to_owned()),
             pending_input: Some(PendingInput {
                 approvals: vec![PendingApproval {
@@ -154,7 +173,7 @@ async fn records_round_trip_exactly() {
                     input: Value::Null,
                 }],
             }),
-            usage: Some(Value::Null),
+            extra,
         },
         messages: vec![
             Value::Null.into(),
@@ -181,23 +200,30 @@ async fn records_round_trip_exactly() {
     store.save(&bare, None).await.expect("save");
 
     let got = store.get(full.id()).await.expect("get").expect("present");
-    // NaN != NaN: compare the timestamps by their bits, the rest as values.
-    assert_eq!(got.summary.created_at.to_bits(), (-0.0f64).to_bits());
-    assert_eq!(got.summary.updated_at.to_bits(), f64::NAN.to_bits());
-    let normalize = |mut record: SessionRecord| {
-        record.summary.created_at = 0.0;
-        record.summary.updated_at = 0.0;
-        record
-    };
-    assert_eq!(normalize(got.clone()), normalize(full.clone()));
-    // Object key order is kept, as text.
+    assert_eq!(got, full);
+    // Object key order is kept, as text, and so is the whole record.
     assert_eq!(
-        serde_json::to_string(&got.summary.metadata).expect("json"),
-        serde_json::to_string(&full.summary.metadata).expect("json")
+        serde_json::to_string(&got).expect("json"),
+        serde_json::to_string(&full).expect("json")
     );
-    assert_eq!(got.summary.usage, Some(Value::Null));
     assert_eq!(store.get("bare").await.expect("get"), Some(bare));
     assert_eq!(store.get("missing").await.expect("get"), None);
+    let listed = serde_json::to_value(store.list().await.expect("list")).expect("json");
+    let mut summary = serde_json::to_value(&full).expect("json");
+    summary
+        .as_object_mut()
+        .expect("an object")
+        .remove("messages");
+    // The submissions are the manager's own bookkeeping: `get()` gives them, `list()` does not.
+    summary
+        .as_object_mut()
+        .expect("an object")
+        .remove("submissions");
+    assert_eq!(
+        listed[1], summary,
+        "a summary lists with the fields it was given"
+    );
+    assert_eq!(listed[0]["id"], "bare", "a time that is no date lists last");
 }
 
 #[tokio::test]
@@ -284,7 +310,7 @@ async fn list_gives_every_summary_newest_first_with_ties_by_id() {
     for (index, updated_at) in times.into_iter().enumerate() {
         // Ids out of order, so that ties have to be ordered by id.
         let mut session = record(&format!("id-{}", (index * 7) % 10), updated_at, 1);
-        session.summary.usage = Some(json!({ "inputTokens": index }));
+        session.summary.usage = usage(index as u64, 0, 0);
         store.save(&session, None).await.expect("save");
         expected.push(session.summary);
     }
@@ -336,7 +362,7 @@ async fn a_save_writes_only_the_messages_that_changed() {
         "a new conversation writes every message"
     );
 
-    session.summary.updated_at = 2.0;
+    session.summary.updated_at = Timestamp::from_millis(2.0);
     store
         .save(&session, Some(&json!({ "t": 1 })))
         .await
@@ -837,7 +863,7 @@ async fn many_tasks_save_different_sessions_at_once() {
                 let id = format!("task-{task:02}");
                 let mut session = record(&id, 0.0, 0);
                 for step in 0..20_u32 {
-                    session.summary.updated_at = f64::from(step);
+                    session.summary.updated_at = Timestamp::from_millis(f64::from(step));
                     session
                         .messages
                         .push(message(step as usize, &format!("{id} {step}")));
@@ -881,18 +907,19 @@ fn crash_record(session: usize, version: u64) -> SessionRecord {
     let len = 1 + (version % 25) as usize;
     SessionRecord {
         summary: SessionSummary {
-            id: format!("crash-{session}"),
-            status: if version % 3 == 0 {
-                SessionStatus::Idle
-            } else {
-                SessionStatus::Suspended
-            },
-            metadata: json!({ "version": version, "session": session }),
-            created_at: 1.0,
-            updated_at: version as f64,
-            error: None,
-            pending_input: None,
-            usage: Some(json!({ "totalTokens": version * 10 })),
+            updated_at: Timestamp::from_millis(version as f64),
+            turns: version,
+            usage: usage(0, 0, version * 10),
+            ..SessionSummary::new(
+                format!("crash-{session}"),
+                if version % 3 == 0 {
+                    SessionStatus::Idle
+                } else {
+                    SessionStatus::Suspended
+                },
+                json!({ "version": version, "session": session }),
+                Timestamp::from_millis(1.0),
+            )
         },
         messages: (0..len)
             .map(|position| {
@@ -1131,7 +1158,7 @@ async fn measure_saves_of_a_20_message_record_with_one_changed_message() {
     let mut latencies = Vec::with_capacity(rounds);
     let started = Instant::now();
     for round in 0..rounds {
-        session.summary.updated_at = round as f64;
+        session.summary.updated_at = Timestamp::from_millis(round as f64);
         session.messages[19] = message(19, &format!("streamed reply, chunk {round}"));
         let save_started = Instant::now();
         store.save(&session, Some(&state)).await.expect("save");
@@ -1161,7 +1188,7 @@ async fn measure_concurrent_saves() {
             tokio::spawn(async move {
                 let mut session = record(&format!("c{task}"), 0.0, 20);
                 for round in 0..per_task {
-                    session.summary.updated_at = round as f64;
+                    session.summary.updated_at = Timestamp::from_millis(round as f64);
                     session.messages[19] = message(19, &format!("chunk {round}"));
                     store.save(&session, None).await.expect("save");
                 }
@@ -1201,7 +1228,7 @@ async fn measure_list_and_get_with_10000_sessions() {
                 }],
             });
         }
-        session.summary.usage = Some(json!({ "inputTokens": index, "outputTokens": index * 2 }));
+        session.summary.usage = usage(index as u64, index as u64 * 2, 0);
         batch.push(session);
         if batch.len() == 1_000 {
             store.save_many(&batch).await.expect("seed");
@@ -1289,7 +1316,7 @@ fn a_record_is_the_same_after_any_number_of_saves() {
                     let keep = random.below(session.messages.len() as u64 + 1) as usize;
                     session.messages.truncate(keep);
                 }
-                _ => session.summary.updated_at = step as f64,
+                _ => session.summary.updated_at = Timestamp::from_millis(step as f64),
             }
             store.save(&session, None).await.expect("save");
             assert_eq!(
@@ -1307,7 +1334,8 @@ async fn list_json_is_list_written_as_json() {
     for (i, updated_at) in [5.0, 1.5, 5.0, 1e12 + 0.25, -0.0].into_iter().enumerate() {
         let mut record = record(&format!("s{i}"), updated_at, 1);
         record.summary.error = (i % 2 == 0).then(|| format!("error \"{i}\" ✓"));
-        record.summary.usage = (i == 1).then(|| serde_json::json!({"inputTokens": 3}));
+        record.summary.usage = usage(i as u64, 3, 0);
+        record.summary.turns = i as u64;
         record.summary.metadata =
             serde_json::json!({"title": format!("t{i}"), "nested": [i, null]});
         store.save(&record, None).await.unwrap();
@@ -1318,7 +1346,7 @@ async fn list_json_is_list_written_as_json() {
 }
 
 #[tokio::test]
-async fn rows_saved_before_the_summary_column_are_listed_from_their_columns() {
+async fn a_damaged_summary_is_an_error_never_a_broken_list() {
     let dir = TempDir::new().unwrap();
     let path = db_path(&dir);
     let store = open(&path).await;
@@ -1328,23 +1356,19 @@ async fn rows_saved_before_the_summary_column_are_listed_from_their_columns() {
             .await
             .unwrap();
     }
-    store.close().await.unwrap();
-    // A row as schema version 1 wrote it: no summary.
-    raw(&path)
-        .execute("UPDATE sessions SET summary = NULL WHERE id = 's1'", [])
-        .unwrap();
-    let store = open(&path).await;
-    let listed = serde_json::to_value(store.list().await.unwrap()).unwrap();
-    let json: Value = serde_json::from_str(&store.list_json().await.unwrap()).unwrap();
-    assert_eq!(json, listed);
     raw(&path)
         .execute(
             "UPDATE sessions SET summary = '{\"id\":' WHERE id = 's2'",
             [],
         )
         .unwrap();
-    let damaged = store.list_json().await.unwrap_err();
-    assert_host_error(&damaged, "damaged summary");
+    assert_host_error(&store.list_json().await.unwrap_err(), "damaged summary");
+    assert_host_error(&store.list().await.unwrap_err(), "unreadable session s2");
+    assert_host_error(&store.get("s2").await.unwrap_err(), "unreadable session s2");
+    raw(&path)
+        .execute("UPDATE sessions SET summary = NULL WHERE id = 's1'", [])
+        .unwrap();
+    assert_host_error(&store.get("s1").await.unwrap_err(), "damaged summary");
 }
 
 #[tokio::test]
@@ -1354,14 +1378,14 @@ async fn measure_list_json() {
     let store = open(&db_path(&dir)).await;
     for i in 0..10_000 {
         let mut r = record(&format!("session-{i:05}"), f64::from(i), 0);
-        r.summary.usage = Some(json!({"inputTokens": 120, "outputTokens": 80, "totalTokens": 200}));
+        r.summary.usage = usage(120, 80, 200);
         store.save(&r, None).await.unwrap();
     }
     for _ in 0..3 {
         let t = std::time::Instant::now();
         let packed = store
             .worker
-            .call(super::worker::Command::ListJson)
+            .call(super::worker::Command::List)
             .await
             .unwrap();
         let scanned = t.elapsed();
@@ -1373,4 +1397,167 @@ async fn measure_list_json() {
             json.len()
         );
     }
+}
+
+/// The file `__test__/fixtures/stores/v2.db` (written by harness-sessions 0.1, schema version 2:
+/// epoch milliseconds, no `turns`, `usage` as the agent gave it or none) and what that release
+/// read back from it (`v2.json`).
+fn fixture_v2(dir: &TempDir) -> (PathBuf, Value) {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("__test__/fixtures/stores");
+    let path = dir.path().join("v2.db");
+    std::fs::copy(fixtures.join("v2.db"), &path).expect("the fixture copies");
+    let read = std::fs::read_to_string(fixtures.join("v2.json")).expect("the fixture reads");
+    (
+        path,
+        serde_json::from_str(&read).expect("the fixture is JSON"),
+    )
+}
+
+#[tokio::test]
+async fn a_file_of_the_0_1_release_is_migrated_in_place_to_records_of_the_reference() {
+    let dir = TempDir::new().unwrap();
+    let (path, before) = fixture_v2(&dir);
+    assert_eq!(user_version(&path), 2);
+    let store = open(&path).await;
+    assert_eq!(user_version(&path), MIGRATIONS.len() as i64);
+    let columns: Vec<String> = raw(&path)
+        .prepare("SELECT name FROM pragma_table_info('sessions')")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(columns, ["id", "updated_at_key", "summary", "submissions"]);
+
+    let before = before.as_object().expect("sessions by id");
+    assert_eq!(before.len(), 7);
+    for (id, old) in before {
+        let old_record = &old["record"];
+        let mut expected = old_record.clone();
+        let object = expected.as_object_mut().unwrap();
+        for key in ["createdAt", "updatedAt"] {
+            let millis = old_record[key].as_f64().unwrap();
+            object.insert(key.into(), json!(Timestamp::from_millis(millis).as_str()));
+        }
+        let assistant = old_record["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .count();
+        object.insert("turns".into(), json!(assistant));
+        let count = |key: &str| old_record["usage"][key].as_u64().unwrap_or(0);
+        object.insert(
+            "usage".into(),
+            json!({
+                "inputTokens": count("inputTokens"),
+                "outputTokens": count("outputTokens"),
+                "totalTokens": count("totalTokens"),
+            }),
+        );
+        let got = store.get(id).await.unwrap().expect("every session is kept");
+        assert_eq!(
+            serde_json::to_value(&got).unwrap(),
+            expected,
+            "session {id}"
+        );
+        assert_eq!(
+            store.get_resume_state(id).await.unwrap(),
+            old["resumeState"].as_object().map(|state| json!(state)),
+            "the resume state of {id}"
+        );
+    }
+    // The times are those of the old file, to the millisecond.
+    let idle = store.get("idle").await.unwrap().unwrap().summary;
+    assert_eq!(
+        idle.created_at.millis(),
+        before["idle"]["record"]["createdAt"].as_f64().unwrap()
+    );
+    assert_eq!(idle.turns, 1);
+    assert_eq!(
+        serde_json::to_value(&idle.usage).unwrap(),
+        json!({"inputTokens": 12, "outputTokens": 3, "totalTokens": 15})
+    );
+    let fresh = store.get("fresh").await.unwrap().unwrap().summary;
+    assert_eq!((fresh.turns, fresh.usage.total_tokens), (0, 0.0));
+    let waiting = store.get("suspended-awaiting").await.unwrap().unwrap();
+    assert_eq!(waiting.summary.status, SessionStatus::Suspended);
+    assert_eq!(waiting.summary.pending_input.unwrap().approvals.len(), 1);
+    // Newest first, as before.
+    let order: Vec<String> = store
+        .list()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|summary| summary.id)
+        .collect();
+    let mut old_order: Vec<(f64, &String)> = before
+        .iter()
+        .map(|(id, old)| (old["record"]["updatedAt"].as_f64().unwrap(), id))
+        .collect();
+    old_order.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    assert_eq!(
+        order,
+        old_order
+            .into_iter()
+            .map(|(_, id)| id.clone())
+            .collect::<Vec<_>>()
+    );
+    // A migrated session saves and reads back as any other.
+    let mut again = store.get("idle").await.unwrap().unwrap();
+    again.summary.turns += 1;
+    store.save(&again, None).await.unwrap();
+    assert_eq!(store.get("idle").await.unwrap(), Some(again));
+}
+
+#[tokio::test]
+async fn a_migration_that_meets_a_damaged_row_leaves_the_file_as_it_was() {
+    let dir = TempDir::new().unwrap();
+    let (path, _) = fixture_v2(&dir);
+    raw(&path)
+        .execute("UPDATE sessions SET metadata = '{' WHERE id = 'closed'", [])
+        .unwrap();
+    let err = SqliteStore::open(&path, SqliteStoreOptions::default())
+        .await
+        .expect_err("the migration fails");
+    assert_host_error(&err, "could not migrate it to schema version 3");
+    assert_host_error(&err, "session closed holds metadata that cannot be read");
+    assert_eq!(user_version(&path), 2);
+    assert_eq!(
+        count(&path, "SELECT count(*) FROM pragma_table_info('sessions')"),
+        9,
+        "every column is still there"
+    );
+    assert_eq!(
+        count(
+            &path,
+            "SELECT count(*) FROM sessions WHERE summary LIKE '%\"createdAt\":\"%'"
+        ),
+        0,
+        "no summary was rewritten"
+    );
+}
+
+#[tokio::test]
+async fn a_file_of_a_newer_schema_is_refused_and_left_untouched() {
+    let dir = TempDir::new().unwrap();
+    let path = db_path(&dir);
+    {
+        let store = open(&path).await;
+        store.save(&record("a", 1.0, 1), None).await.unwrap();
+        store.close().await.unwrap();
+    }
+    raw(&path)
+        .pragma_update(None, "user_version", MIGRATIONS.len() as i64 + 1)
+        .unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let err = SqliteStore::open(&path, SqliteStoreOptions::default())
+        .await
+        .expect_err("a newer file is refused");
+    assert_host_error(&err, "is newer than this build of harness-sessions knows");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "the file is untouched"
+    );
 }

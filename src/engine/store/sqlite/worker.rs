@@ -25,15 +25,14 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
-use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::failed;
 use super::schema::{self, Migration};
 use super::seal::StoredResumeState;
-use super::{failed, from_order_key};
 use crate::engine::error::{Result, SessionError};
 use crate::engine::session::StoredMessage;
-use crate::engine::session::{PendingInput, SessionRecord, SessionStatus, SessionSummary};
+use crate::engine::session::{SessionRecord, SessionSummary};
 
 /// Where a command's answer goes.
 pub(super) type Reply<T> = oneshot::Sender<Result<T>>;
@@ -50,31 +49,14 @@ pub(super) struct PreparedMessage {
 /// A record ready to store, serialized (and its resume state sealed) by the caller.
 pub(super) struct PreparedSave {
     pub(super) id: String,
-    pub(super) status: &'static str,
-    pub(super) metadata: String,
-    pub(super) created_at_key: i64,
+    /// The order key of `updatedAt`'s milliseconds.
     pub(super) updated_at_key: i64,
-    pub(super) error: Option<String>,
-    pub(super) pending_input: Option<String>,
-    pub(super) usage: Option<String>,
-    /// The whole summary as JSON, for `list()`.
+    /// The whole summary as JSON: what `list()` gives, and `get()` with the messages.
     pub(super) summary: String,
     /// The session's last submissions as JSON, `None` when it has none.
     pub(super) submissions: Option<String>,
     pub(super) messages: Vec<PreparedMessage>,
     pub(super) resume_state: Option<StoredResumeState>,
-}
-
-/// A summary's columns, borrowed from SQLite's buffers or from [`PackedSummaries`].
-struct SummaryFields<'a> {
-    id: &'a str,
-    status: Option<&'a str>,
-    metadata: Option<&'a str>,
-    created_at_key: i64,
-    updated_at_key: i64,
-    error: Option<&'a str>,
-    pending_input: Option<&'a str>,
-    usage: Option<&'a str>,
 }
 
 /// A byte range of [`PackedSummaries::text`].
@@ -87,19 +69,13 @@ struct Span {
 /// One `sessions` row of [`PackedSummaries`].
 struct PackedSummary {
     id: Span,
-    status: Option<Span>,
-    metadata: Option<Span>,
-    created_at_key: i64,
     updated_at_key: i64,
-    error: Option<Span>,
-    pending_input: Option<Span>,
-    usage: Option<Span>,
-    /// The summary as JSON, for rows saved since schema version 2.
+    /// The summary as JSON; none only in a damaged row.
     summary: Option<Span>,
 }
 
 /// Every `sessions` row, the text of all of them in one buffer: `list()` moves two allocations
-/// from the thread to the caller, not eight per row, and the caller decodes (and frees) in its
+/// from the thread to the caller, not a few per row, and the caller decodes (and frees) in its
 /// own allocator arena, which measured about twice as fast as decoding on the thread.
 #[derive(Default)]
 pub(super) struct PackedSummaries {
@@ -108,34 +84,6 @@ pub(super) struct PackedSummaries {
 }
 
 impl PackedSummaries {
-    /// Moves the rows of `other` into these.
-    fn append(&mut self, other: PackedSummaries) {
-        let offset = self.text.len();
-        self.text.push_str(&other.text);
-        let shift = |span: Option<Span>| {
-            span.map(|span| Span {
-                start: span.start + offset,
-                end: span.end + offset,
-            })
-        };
-        for row in other.rows {
-            self.rows.push(PackedSummary {
-                id: Span {
-                    start: row.id.start + offset,
-                    end: row.id.end + offset,
-                },
-                status: shift(row.status),
-                metadata: shift(row.metadata),
-                created_at_key: row.created_at_key,
-                updated_at_key: row.updated_at_key,
-                error: shift(row.error),
-                pending_input: shift(row.pending_input),
-                usage: shift(row.usage),
-                summary: shift(row.summary),
-            });
-        }
-    }
-
     /// Appends `text`, if any, and gives its span.
     fn push(&mut self, text: Option<&str>) -> Option<Span> {
         let text = text?;
@@ -152,63 +100,52 @@ impl PackedSummaries {
         self.text.get(span.start..span.end).unwrap_or_default()
     }
 
-    fn fields(&self, row: &PackedSummary) -> SummaryFields<'_> {
-        let str = |span: Option<Span>| span.map(|span| self.str(span));
-        SummaryFields {
-            id: self.str(row.id),
-            status: str(row.status),
-            metadata: str(row.metadata),
-            created_at_key: row.created_at_key,
-            updated_at_key: row.updated_at_key,
-            error: str(row.error),
-            pending_input: str(row.pending_input),
-            usage: str(row.usage),
-        }
+    /// Sorts the rows the most recently updated first, ties by id: the order of
+    /// [`crate::engine::store::sort_newest_first`], since order keys sort like `f64::total_cmp`
+    /// and ids are unique.
+    fn newest_first(&mut self) -> Vec<PackedSummary> {
+        let mut rows = std::mem::take(&mut self.rows);
+        rows.sort_unstable_by(|a, b| {
+            b.updated_at_key
+                .cmp(&a.updated_at_key)
+                .then_with(|| self.str(a.id).cmp(self.str(b.id)))
+        });
+        rows
     }
 
-    /// The summaries, the most recently updated first, ties by id: the order of
-    /// [`crate::engine::store::sort_newest_first`], since order keys sort like `f64::total_cmp`
-    /// and ids are unique. The small rows are sorted, then each is decoded once, in place.
+    /// The summary text of `row`.
+    fn summary(&self, row: &PackedSummary) -> Result<&str> {
+        row.summary
+            .map(|span| self.str(span))
+            .ok_or_else(|| damaged_summary(self.str(row.id)))
+    }
+
+    /// The summaries, newest first, each decoded once.
     ///
     /// # Errors
     /// [`SessionError::Host`] when a row cannot be decoded.
     pub(super) fn into_newest_first(mut self) -> Result<Vec<SessionSummary>> {
-        let mut rows = std::mem::take(&mut self.rows);
-        rows.sort_unstable_by(|a, b| {
-            b.updated_at_key
-                .cmp(&a.updated_at_key)
-                .then_with(|| self.str(a.id).cmp(self.str(b.id)))
-        });
+        let rows = self.newest_first();
         rows.iter()
-            .map(|row| decode_summary(&self.fields(row)))
+            .map(|row| decode_summary(self.str(row.id), self.summary(row)?))
             .collect()
     }
-}
 
-impl PackedSummaries {
     /// The summaries as JSON text, in the order of [`PackedSummaries::into_newest_first`],
-    /// written from the stored JSON of their fields without decoding them (each field is checked
-    /// to be JSON, so that a damaged row is an error, never a broken list).
+    /// joined from their stored JSON without decoding them (the whole is checked to be JSON, so
+    /// that a damaged row is an error, never a broken list).
     ///
     /// # Errors
     /// [`SessionError::Host`] when a row holds something that is not JSON.
     pub(super) fn into_newest_first_json(mut self) -> Result<String> {
-        let mut rows = std::mem::take(&mut self.rows);
-        rows.sort_unstable_by(|a, b| {
-            b.updated_at_key
-                .cmp(&a.updated_at_key)
-                .then_with(|| self.str(a.id).cmp(self.str(b.id)))
-        });
-        let mut json = String::with_capacity(self.text.len() + rows.len() * 96 + 2);
+        let rows = self.newest_first();
+        let mut json = String::with_capacity(self.text.len() + rows.len() + 2);
         json.push('[');
         for (index, row) in rows.iter().enumerate() {
             if index > 0 {
                 json.push(',');
             }
-            match row.summary {
-                Some(summary) => json.push_str(self.str(summary)),
-                None => write_summary_json(&mut json, &self.fields(row))?,
-            }
+            json.push_str(self.summary(row)?);
         }
         json.push(']');
         // One pass over the whole text: a damaged row is an error here, never a broken list.
@@ -219,63 +156,10 @@ impl PackedSummaries {
     }
 }
 
-fn write_summary_json(json: &mut String, fields: &SummaryFields<'_>) -> Result<()> {
-    let damaged = || {
-        SessionError::host(format!(
-            "the sqlite store holds a damaged summary for session {}",
-            fields.id
-        ))
-    };
-    let raw = |text: &str| -> Result<()> {
-        serde_json::from_str::<serde::de::IgnoredAny>(text)
-            .map(drop)
-            .map_err(|_| damaged())
-    };
-    let string = |json: &mut String, text: &str| -> Result<()> {
-        json.push_str(&serde_json::to_string(text).map_err(|_| damaged())?);
-        Ok(())
-    };
-    let number = |json: &mut String, key: i64| -> Result<()> {
-        json.push_str(&serde_json::to_string(&super::from_order_key(key)).map_err(|_| damaged())?);
-        Ok(())
-    };
-    json.push_str("{\"id\":");
-    string(json, fields.id)?;
-    json.push_str(",\"status\":");
-    let status = fields.status.ok_or_else(damaged)?;
-    if !crate::engine::session::SessionStatus::ALL
-        .iter()
-        .any(|s| s.as_str() == status)
-    {
-        return Err(damaged());
-    }
-    string(json, status)?;
-    json.push_str(",\"metadata\":");
-    let metadata = fields.metadata.unwrap_or("null");
-    raw(metadata)?;
-    json.push_str(metadata);
-    json.push_str(",\"createdAt\":");
-    number(json, fields.created_at_key)?;
-    json.push_str(",\"updatedAt\":");
-    number(json, fields.updated_at_key)?;
-    if let Some(error) = fields.error {
-        json.push_str(",\"error\":");
-        string(json, error)?;
-    }
-    for (key, value) in [
-        ("pendingInput", fields.pending_input),
-        ("usage", fields.usage),
-    ] {
-        if let Some(value) = value {
-            raw(value)?;
-            json.push_str(",\"");
-            json.push_str(key);
-            json.push_str("\":");
-            json.push_str(value);
-        }
-    }
-    json.push('}');
-    Ok(())
+fn damaged_summary(id: &str) -> SessionError {
+    SessionError::host(format!(
+        "the sqlite store holds a damaged summary for session {id}"
+    ))
 }
 
 /// What the thread is asked to do.
@@ -283,8 +167,6 @@ pub(super) enum Command {
     Save(Box<PreparedSave>, Reply<()>),
     Get(String, Reply<Option<SessionRecord>>),
     List(Reply<PackedSummaries>),
-    /// Like `List`, reading only the stored summaries of rows that have one.
-    ListJson(Reply<PackedSummaries>),
     GetResumeState(String, Reply<Option<StoredResumeState>>),
     Delete(String, Reply<()>),
     /// Checkpoint the WAL into the database, close the connection, stop.
@@ -447,9 +329,6 @@ impl Worker {
             Command::List(reply) => {
                 let _ = reply.send(self.list());
             }
-            Command::ListJson(reply) => {
-                let _ = reply.send(self.list_json());
-            }
             Command::GetResumeState(id, reply) => {
                 let _ = reply.send(self.get_resume_state(&id));
             }
@@ -556,26 +435,16 @@ impl Worker {
         let tx = self.conn.transaction().map_err(fail)?;
         let summary = {
             let mut statement = tx
-                .prepare_cached(&format!(
-                    "SELECT {SUMMARY_COLUMNS} FROM sessions WHERE id = ?1"
-                ))
+                .prepare_cached("SELECT summary FROM sessions WHERE id = ?1")
                 .map_err(fail)?;
             let mut rows = statement.query([id]).map_err(fail)?;
             match rows.next().map_err(fail)? {
                 Some(row) => {
-                    let text = |index: usize| -> rusqlite::Result<Option<&str>> {
-                        Ok(row.get_ref(index)?.as_str_or_null()?)
-                    };
-                    decode_summary(&SummaryFields {
-                        id,
-                        status: text(1).map_err(fail)?,
-                        metadata: text(2).map_err(fail)?,
-                        created_at_key: row.get(3).map_err(fail)?,
-                        updated_at_key: row.get(4).map_err(fail)?,
-                        error: text(5).map_err(fail)?,
-                        pending_input: text(6).map_err(fail)?,
-                        usage: text(7).map_err(fail)?,
-                    })?
+                    let text = row
+                        .get_ref(0)
+                        .and_then(|value| Ok(value.as_str_or_null()?))
+                        .map_err(fail)?;
+                    decode_summary(id, text.ok_or_else(|| damaged_summary(id))?)?
                 }
                 None => return Ok(None),
             }
@@ -625,13 +494,11 @@ impl Worker {
 
     /// Every summary, undecoded and in no order: a plain scan of `sessions`.
     fn list(&mut self) -> Result<PackedSummaries> {
-        self.scan(&format!("SELECT {SUMMARY_COLUMNS}, summary FROM sessions"))
-    }
-
-    /// The summaries of the rows `sql` (selecting the summary columns, then `summary`) gives.
-    fn scan(&mut self, sql: &str) -> Result<PackedSummaries> {
         let fail = |err: rusqlite::Error| failed("list the sessions", &err);
-        let mut statement = self.conn.prepare_cached(sql).map_err(fail)?;
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT id, updated_at_key, summary FROM sessions")
+            .map_err(fail)?;
         let mut rows = statement.query([]).map_err(fail)?;
         let mut packed = PackedSummaries::default();
         while let Some(row) = rows.next().map_err(fail)? {
@@ -639,63 +506,13 @@ impl Worker {
                 Ok(row.get_ref(index)?.as_str_or_null()?)
             };
             let id = packed.push(Some(text(0).map_err(fail)?.unwrap_or_default()));
-            let status = packed.push(text(1).map_err(fail)?);
-            let metadata = packed.push(text(2).map_err(fail)?);
-            let error = packed.push(text(5).map_err(fail)?);
-            let pending_input = packed.push(text(6).map_err(fail)?);
-            let usage = packed.push(text(7).map_err(fail)?);
-            let summary = packed.push(text(8).map_err(fail)?);
+            let summary = packed.push(text(2).map_err(fail)?);
             packed.rows.push(PackedSummary {
                 id: id.unwrap_or(Span { start: 0, end: 0 }),
-                status,
-                metadata,
-                created_at_key: row.get(3).map_err(fail)?,
-                updated_at_key: row.get(4).map_err(fail)?,
-                error,
-                pending_input,
-                usage,
+                updated_at_key: row.get(1).map_err(fail)?,
                 summary,
             });
         }
-        Ok(packed)
-    }
-
-    /// Every summary for `list()` as JSON: the stored summary text of each row that has one (one
-    /// column read), the columns of the rows saved before schema version 2.
-    fn list_json(&mut self) -> Result<PackedSummaries> {
-        let fail = |err: rusqlite::Error| failed("list the sessions", &err);
-        let mut packed = PackedSummaries::default();
-        {
-            let mut statement = self
-                .conn
-                .prepare_cached(
-                    "SELECT id, updated_at_key, summary FROM sessions WHERE summary IS NOT NULL",
-                )
-                .map_err(fail)?;
-            let mut rows = statement.query([]).map_err(fail)?;
-            while let Some(row) = rows.next().map_err(fail)? {
-                let text = |index: usize| -> rusqlite::Result<Option<&str>> {
-                    Ok(row.get_ref(index)?.as_str_or_null()?)
-                };
-                let id = packed.push(Some(text(0).map_err(fail)?.unwrap_or_default()));
-                let summary = packed.push(text(2).map_err(fail)?);
-                packed.rows.push(PackedSummary {
-                    id: id.unwrap_or(Span { start: 0, end: 0 }),
-                    status: None,
-                    metadata: None,
-                    created_at_key: 0,
-                    updated_at_key: row.get(1).map_err(fail)?,
-                    error: None,
-                    pending_input: None,
-                    usage: None,
-                    summary,
-                });
-            }
-        }
-        let older = self.scan(&format!(
-            "SELECT {SUMMARY_COLUMNS}, summary FROM sessions WHERE summary IS NULL"
-        ))?;
-        packed.append(older);
         Ok(packed)
     }
 
@@ -761,41 +578,9 @@ impl Worker {
     }
 }
 
-/// The columns [`decode_summary`] reads, in its order.
-const SUMMARY_COLUMNS: &str =
-    "id, status, metadata, created_at_key, updated_at_key, error, pending_input, usage";
-
-/// A summary from its columns, its JSON parsed.
-fn decode_summary(fields: &SummaryFields<'_>) -> Result<SessionSummary> {
-    let id = fields.id;
-    let status = SessionStatus::ALL
-        .into_iter()
-        .find(|known| Some(known.as_str()) == fields.status)
-        .ok_or_else(|| unreadable(id, "its status"))?;
-    let metadata = fields
-        .metadata
-        .ok_or_else(|| unreadable(id, "its metadata"))
-        .and_then(|text| serde_json::from_str(text).map_err(|_| unreadable(id, "its metadata")))?;
-    let pending_input = fields
-        .pending_input
-        .map(serde_json::from_str::<PendingInput>)
-        .transpose()
-        .map_err(|_| unreadable(id, "its pending input"))?;
-    let usage = fields
-        .usage
-        .map(serde_json::from_str::<Value>)
-        .transpose()
-        .map_err(|_| unreadable(id, "its usage"))?;
-    Ok(SessionSummary {
-        id: id.to_owned(),
-        status,
-        metadata,
-        created_at: from_order_key(fields.created_at_key),
-        updated_at: from_order_key(fields.updated_at_key),
-        error: fields.error.map(str::to_owned),
-        pending_input,
-        usage,
-    })
+/// A summary from its JSON text.
+fn decode_summary(id: &str, text: &str) -> Result<SessionSummary> {
+    serde_json::from_str(text).map_err(|_| unreadable(id, "its summary"))
 }
 
 fn unreadable(id: &str, what: &str) -> SessionError {
@@ -809,26 +594,11 @@ fn unreadable(id: &str, what: &str) -> SessionError {
 /// Writes `save`; answers whether it dropped a resume state (the session left `suspended`).
 fn write_save(conn: &Connection, save: &PreparedSave) -> rusqlite::Result<bool> {
     conn.prepare_cached(
-        "INSERT INTO sessions (id, status, metadata, created_at_key, updated_at_key, error, \
-                               pending_input, usage, summary) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
-         ON CONFLICT (id) DO UPDATE SET status = excluded.status, \
-             metadata = excluded.metadata, created_at_key = excluded.created_at_key, \
-             updated_at_key = excluded.updated_at_key, error = excluded.error, \
-             pending_input = excluded.pending_input, usage = excluded.usage, \
+        "INSERT INTO sessions (id, updated_at_key, summary) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (id) DO UPDATE SET updated_at_key = excluded.updated_at_key, \
              summary = excluded.summary",
     )?
-    .execute(params![
-        save.id,
-        save.status,
-        save.metadata,
-        save.created_at_key,
-        save.updated_at_key,
-        save.error,
-        save.pending_input,
-        save.usage,
-        save.summary,
-    ])?;
+    .execute(params![save.id, save.updated_at_key, save.summary])?;
     conn.prepare_cached("UPDATE sessions SET submissions = ?2 WHERE id = ?1")?
         .execute(params![save.id, save.submissions])?;
 
