@@ -356,18 +356,12 @@ impl Inner {
     }
 
     /// Marks `interrupted` the session `id`, found live at start, whatever it was doing (as the
-    /// reference, even while preparing): the tool calls its reply left open are closed.
+    /// reference, even while preparing); its messages are kept as they are.
     async fn interrupt_left_live(&self, id: String) -> Result<()> {
         let store = &self.seams.store;
         let Some(mut record) = store.get(&id).await? else {
             return Ok(());
         };
-        if let Some(last) = record.messages.last_mut() {
-            let mut message = last.to_value();
-            if messages::close_dangling_tool_calls(&mut message) {
-                *last = crate::engine::session::StoredMessage::from_value(&message);
-            }
-        }
         if entry::apply(&mut record, Event::FoundLiveAtStart).is_none() {
             return Ok(());
         }
