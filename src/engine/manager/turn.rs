@@ -342,7 +342,8 @@ impl Inner {
             } else {
                 PolicyStep::None
             };
-            // The held requests go out now, each answered one with its answer after them.
+            // The held requests go out now, then the answers the policy gave them (as the
+            // reference: every request first, then every response).
             let mut shown = std::mem::take(&mut read.requests);
             let approvals = match step {
                 PolicyStep::Continue { responses, chunks } => {
