@@ -712,7 +712,7 @@ describe('a crash', () => {
     assert.equal(byId.preparing.error, 'The application stopped without suspending the session.');
     assert.equal(byId.suspended.status, 'suspended', 'a suspended session is kept as it is');
     await conflict(next.sessions.send('busy', { message: 'x' }), 'interrupted',
-      'The session is interrupted: The application stopped without suspending the session.');
+      'The session is interrupted: The application stopped without suspending the session..');
     assert.equal((await next.sessions.get('busy')).messages[0].parts[0].text, 'hi', 'its conversation can still be read');
     await next.sessions.shutdown();
   });

@@ -206,13 +206,11 @@ test('BUG: the plaintext resume state stays in the -wal file after the session i
   }
 });
 
-test("BUG: a crash leaves the interrupted session's approvals 'approval-requested'", async () => {
+test("a crash: the interrupted session's message is kept as it was, as the reference keeps it", async () => {
   // Input: a session awaiting an approval (and a tool result) on a SQLite store; the process
   // is killed (SIGKILL); a new process starts on the same file.
-  // Expected: the session is `interrupted` and every tool call that never got its result is
-  // closed (`output-error`), the approval included: nobody can answer it any more.
-  // Actual: the tool call waiting for its result is closed, but the approval stays
-  // `approval-requested` in the stored message: useChat shows an approval that can never be answered.
+  // Expected (the reference's recovery only changes the status and the error): the session is
+  // `interrupted`, its approval still `approval-requested` and its tool call `input-available`.
   const dir = mkdtempSync(join(tmpdir(), 'hs-bug-'));
   const program = new URL('./fixtures/programs/crash-approval.mjs', import.meta.url).pathname;
   const run = (step) =>
@@ -226,24 +224,23 @@ test("BUG: a crash leaves the interrupted session's approvals 'approval-requeste
     assert.equal((await run('first')).signal, 'SIGKILL');
     const after = JSON.parse((await run('second')).out);
     assert.equal(after.status, 'interrupted');
-    assert.deepEqual(after.parts, [['tool-bash', 'output-error'], ['tool-ask', 'output-error']], 'tool calls left open by the crash');
+    assert.deepEqual(after.parts, [['tool-bash', 'approval-requested'], ['tool-ask', 'input-available']], 'the message as the crash left it');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test('BUG: close() of a session awaiting input leaves its tool calls open in the closed session', async () => {
+test('close() of a session awaiting input drops its pendingInput and keeps its message, as the reference', async () => {
   // Input: a session awaiting an approval and a tool result; close().
-  // Expected: the closed session's tool calls that never got a result are closed (`output-error`),
-  // as a crash's recovery closes them: the session can never be continued.
-  // Actual: they stay `approval-requested` and `input-available`.
+  // Expected (the reference's close() only deletes pendingInput): the closed session's tool calls
+  // stay `approval-requested` and `input-available`.
   const agent = createFakeAgent({ turns: [{ approvals: [{ toolName: 'bash' }], toolCalls: [{ toolName: 'ask' }] }] });
   const { sessions } = await managerWith(['c'], { agent });
   try {
     await readTurn(await sessions.send('c', { message: 'x' }));
-    await sessions.close('c');
+    assert.equal((await sessions.close('c')).pendingInput, undefined);
     const parts = (await sessions.get('c')).messages.at(-1).parts.filter((p) => p.toolCallId).map((p) => [p.type, p.state]);
-    assert.deepEqual(parts, [['tool-bash', 'output-error'], ['tool-ask', 'output-error']]);
+    assert.deepEqual(parts, [['tool-bash', 'approval-requested'], ['tool-ask', 'input-available']]);
   } finally {
     await sessions.shutdown();
   }

@@ -28,6 +28,7 @@ const DONE = Promise.resolve('{"ok":true,"value":null}');
  *   as `number` (`{ native: number }`), when `sandboxes` is one
  */
 function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessage, approve, nativeSandbox }) {
+  const agents = new Handles('agent');
   const sessions = new Handles('harness session');
   const leases = new Handles('lease');
 
@@ -40,11 +41,20 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessag
   };
 
   const ops = {
-    async 'agent.open'({ sessionId, metadata, sandbox, resumeFrom }) {
+    // agent() is called before the sandbox is acquired, as the reference does: one that throws
+    // never acquires a sandbox.
+    async 'agent.choose'({ sessionId, metadata }) {
       const sessionAgent = await agent({ id: sessionId, metadata });
       if (sessionAgent == null || typeof sessionAgent.createSession !== 'function') {
         throw new TypeError('agent() must return a SessionAgent, such as a HarnessAgent');
       }
+      return { agent: agents.put(sessionAgent) };
+    },
+    'agent.forget'({ agent: chosen }) {
+      agents.forget(chosen);
+    },
+    async 'agent.open'({ sandbox, resumeFrom, sessionId, agent: chosen }) {
+      const sessionAgent = agents.take(chosen);
       const sandboxSession =
         sandbox?.js !== undefined
           ? leases.get(sandbox.js).sandboxSession
@@ -163,7 +173,7 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessag
     }
   }
 
-  host.handles = () => ({ sessions: sessions.size, leases: leases.size });
+  host.handles = () => ({ agents: agents.size, sessions: sessions.size, leases: leases.size });
   return host;
 }
 

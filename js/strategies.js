@@ -241,7 +241,11 @@ function sandboxPerSession(options) {
   } catch (error) {
     throw fromNative(error);
   }
-  return strategyObject(native, handles, signals);
+  const strategy = strategyObject(native, handles, signals);
+  // As the reference's, it has no shutdown(): the manager's shutdown() suspends its sessions and
+  // leaves alone the sandboxes anything else still holds.
+  delete strategy.shutdown;
+  return strategy;
 }
 
 /** The native strategy of `sandboxes`, when it is one of this copy's: `{ native, sandboxSession }`. */

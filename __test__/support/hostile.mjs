@@ -325,10 +325,9 @@ export function malformedContinueOptions(random) {
       return { value: { message: value }, why: `message: ${why}`, expect: wrongRole ? input.concat('SessionConflictError') : input };
     },
     () => ({ value: { abortSignal: random.pick([{}, 'abort', 1, null, { aborted: false }]) }, why: 'abortSignal not an AbortSignal', expect: input }),
-    // Well-formed, but answering nothing the session waits for: a conflict, never a turn.
+    // Well-formed, but answering nothing: a conflict, never a turn. (Answers to ids the session
+    // does not wait for are no bad input: they reach the agent, as the reference passes them.)
     () => ({ value: {}, why: 'no answer at all', expect: ['SessionConflictError'] }),
-    () => ({ value: { toolApprovalContinuations: [approval()] }, why: 'an answer to an approval nobody asked', expect: ['SessionConflictError'] }),
-    () => ({ value: { toolResultContinuations: [result()] }, why: 'a result of a call nobody made', expect: ['SessionConflictError'] }),
   ])();
 }
 

@@ -86,11 +86,22 @@ pub(crate) struct JsAgent {
 
 #[async_trait]
 impl Agent for JsAgent {
+    async fn choose(&self, session_id: &str, metadata: &Value) -> Result<Value> {
+        let payload = json!({ "sessionId": session_id, "metadata": metadata });
+        let answer = self.host.call("agent.choose", payload).await?;
+        Ok(json!(handle(&answer, "agent")?))
+    }
+
+    fn forget(&self, chosen: Value) {
+        self.host.notify("agent.forget", json!({ "agent": chosen }));
+    }
+
     async fn open(&self, request: OpenRequest) -> Result<Box<dyn HarnessSession>> {
         let mut payload = json!({
             "sessionId": request.session_id,
             "metadata": request.metadata,
             "sandbox": sandbox_json(&request.sandbox),
+            "agent": request.chosen,
         });
         if let (Some(state), Some(object)) = (request.resume_from, payload.as_object_mut()) {
             object.insert("resumeFrom".into(), state);

@@ -17,8 +17,22 @@ use crate::engine::ui::UiChunk;
 /// What the engine needs of an agent: a `HarnessAgent`, through the binding, is one.
 #[async_trait]
 pub trait Agent: Send + Sync {
-    /// Opens the harness session of a session on its sandbox: `agent({ id, metadata })`, then
-    /// `createSession({ sessionId, sandboxSession, resumeFrom })`.
+    /// Picks the agent of a session, `agent({ id, metadata })`, before its sandbox is acquired,
+    /// as the reference does: an `agent()` that throws never acquires a sandbox. What it gives is
+    /// handed to [`Agent::open`] as [`OpenRequest::chosen`], or to [`Agent::forget`] when the start
+    /// ends before. Default: nothing to pick, `open` does it all.
+    ///
+    /// # Errors
+    /// What the application's `agent()` threw.
+    async fn choose(&self, _session_id: &str, _metadata: &Value) -> Result<Value> {
+        Ok(Value::Null)
+    }
+
+    /// Forgets what [`Agent::choose`] gave, the start having ended without opening it.
+    fn forget(&self, _chosen: Value) {}
+
+    /// Opens the harness session of a session on its sandbox, with the agent
+    /// [`Agent::choose`] picked: `createSession({ sessionId, sandboxSession, resumeFrom })`.
     ///
     /// # Errors
     /// What the application's agent, or its harness, threw.
@@ -36,6 +50,8 @@ pub struct OpenRequest {
     pub sandbox: SandboxRef,
     /// The state to resume from, when the session comes back from `suspended`.
     pub resume_from: Option<Value>,
+    /// What [`Agent::choose`] gave.
+    pub chosen: Value,
 }
 
 /// An open harness session (`HarnessAgentSession`).

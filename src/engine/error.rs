@@ -96,12 +96,9 @@ impl SessionError {
 
     /// The standard conflict: `The session is <status>.`, or `The session is <status>: <error>.`
     pub fn in_status(session_id: &str, status: SessionStatus, error: Option<&str>) -> Self {
-        let message = match error {
-            Some(error) => format!(
-                "The session is {}: {}.",
-                status.as_str(),
-                error.trim_end_matches('.')
-            ),
+        // As the reference writes it, verbatim: an error ending with a period ends with two.
+        let message = match error.filter(|error| !error.is_empty()) {
+            Some(error) => format!("The session is {}: {error}.", status.as_str()),
             None => format!("The session is {}.", status.as_str()),
         };
         Self::conflict(session_id, status, message)

@@ -41,13 +41,6 @@ impl Collected {
     }
 }
 
-/// An answer to one thing the session waits for.
-#[derive(Debug, Clone)]
-enum Answer {
-    Approval(ApprovalVerdict),
-    Result(Value),
-}
-
 /// The `ToolApprovalResponse` for `verdict`: a denial without a reason reaches the agent without
 /// one.
 pub fn approval_response(approval_id: &str, verdict: &ApprovalVerdict) -> Value {
@@ -141,89 +134,133 @@ pub fn keep_sent_answers(pending: &mut PendingInput, sent: &[Value]) {
     }
 }
 
-/// The answers `request` gives to what the session waits for (`pending`), with the decisions
-/// already made.
+/// The answers `request` gives to what the session waits for (`pending`), as the reference takes
+/// them: the `approve` policy's decisions first (they stand); then the answers the message carries
+/// to the approvals left open and to the tool calls; then the answers given explicitly, as they
+/// are (ids the session does not wait for included: the agent gets them), but those to an approval
+/// the policy decided.
 ///
 /// # Errors
 /// [`SessionError::Input`] for a malformed answer, [`SessionError::Conflict`] with [`NO_ANSWER`]
-/// when the request answers nothing the session waits for.
+/// when the request carries no answer besides the policy's decisions.
 pub fn collect(
     session_id: &str,
     pending: &PendingInput,
     request: &ContinueRequest,
 ) -> Result<Collected> {
-    let mut answers: Vec<(String, Answer)> = Vec::new();
+    let mut given_approvals = Vec::new();
     for (index, response) in request.approvals.iter().enumerate() {
         let path = format!("toolApprovalContinuations[{index}]");
-        let (id, verdict) = read_approval_response(response, &path)?;
-        answers.push((id, Answer::Approval(verdict)));
+        given_approvals.push(read_approval_response(response, &path)?);
     }
+    let mut given_results = Vec::new();
     for (index, part) in request.tool_results.iter().enumerate() {
         let path = format!("toolResultContinuations[{index}]");
-        let (id, output) = read_tool_result(part, &path)?;
-        answers.push((id, Answer::Result(output)));
+        given_results.push(read_tool_result(part, &path)?);
     }
-    if let Some(message) = &request.message {
-        read_message_answers(message, &mut answers)?;
-    }
-    let mut approvals = Vec::new();
-    let mut tool_results = Vec::new();
-    let mut lines = Vec::new();
-    let mut answered_by_person = false;
-    // The policy's decisions stand, first; then the person's answers to the approvals it left.
-    let decided = pending.approvals.iter().filter_map(|approval| {
-        let verdict = approval.decision.clone()?;
-        Some((approval, verdict))
-    });
-    let answered = pending
+    let (read_approvals, read_results) = match &request.message {
+        Some(message) => read_message_answers(message, pending)?,
+        None => (Vec::new(), Vec::new()),
+    };
+    let decided: Vec<(String, ApprovalVerdict)> = pending
         .approvals
         .iter()
-        .filter(|approval| approval.decision.is_none())
-        .filter_map(|approval| {
-            let verdict = answers.iter().rev().find_map(|(id, answer)| match answer {
-                Answer::Approval(verdict) if *id == approval.approval_id => Some(verdict.clone()),
-                _ => None,
-            })?;
-            Some((approval, verdict))
-        })
-        .collect::<Vec<_>>();
-    answered_by_person |= !answered.is_empty();
-    for (approval, verdict) in decided.chain(answered) {
-        approvals.push(approval_response(&approval.approval_id, &verdict));
-        lines.push(approval_line(
-            &approval.tool_name,
-            &approval.input,
-            &verdict,
-        ));
-    }
-    for call in &pending.tool_calls {
-        let Some(output) = answers.iter().rev().find_map(|(id, answer)| match answer {
-            Answer::Result(output) if *id == call.tool_call_id => Some(output.clone()),
-            _ => None,
-        }) else {
-            continue;
-        };
-        answered_by_person = true;
-        lines.push(result_line(&call.tool_name, &call.input, &output));
-        tool_results.push(json!({
-            "type": "tool-result",
-            "toolCallId": call.tool_call_id,
-            "toolName": call.tool_name,
-            "output": output,
-        }));
-    }
-    if !answered_by_person {
+        .filter_map(|a| Some((a.approval_id.clone(), a.decision.clone()?)))
+        .collect();
+    let is_decided = |id: &str| decided.iter().any(|(decided, _)| decided == id);
+    let answered_approvals: Vec<(String, ApprovalVerdict)> = read_approvals
+        .into_iter()
+        .chain(given_approvals)
+        .filter(|(id, _)| !is_decided(id))
+        .collect();
+    let results: Vec<(String, Option<String>, Value)> =
+        read_results.into_iter().chain(given_results).collect();
+    if answered_approvals.is_empty() && results.is_empty() {
         return Err(SessionError::conflict(
             session_id,
             SessionStatus::AwaitingInput,
             NO_ANSWER,
         ));
     }
+    let mut approvals = Vec::new();
+    let mut tool_results = Vec::new();
+    let mut lines = Vec::new();
+    for (id, verdict) in decided.into_iter().chain(answered_approvals) {
+        approvals.push(approval_response(&id, &verdict));
+        let call = pending.approvals.iter().find(|a| a.approval_id == id);
+        lines.push(approval_line(
+            call.map(|c| (c.tool_name.as_str(), &c.input)),
+            &verdict,
+        ));
+    }
+    for (id, given_name, output) in results {
+        let call = pending.tool_calls.iter().find(|c| c.tool_call_id == id);
+        let name = given_name.or_else(|| call.map(|c| c.tool_name.clone()));
+        let shown_name = call
+            .map(|c| c.tool_name.clone())
+            .or_else(|| name.clone())
+            .unwrap_or_default();
+        lines.push(result_line(
+            &shown_name,
+            call.map_or(&Value::Null, |c| &c.input),
+            &output,
+        ));
+        let mut part = Map::new();
+        part.insert("type".into(), json!("tool-result"));
+        part.insert("toolCallId".into(), json!(id));
+        if let Some(name) = name {
+            part.insert("toolName".into(), json!(name));
+        }
+        part.insert("output".into(), output);
+        tool_results.push(Value::Object(part));
+    }
     Ok(Collected {
         approvals,
         tool_results,
         lines,
     })
+}
+
+/// The answers of `approvals` and `tool_results` that `message` (the paused one) can take, as
+/// the reference writes them in: a verdict to a call whose approval is asked, a result to a call
+/// waiting for its output. The others (ids it does not have) reach the agent only.
+pub fn answerable(
+    message: &Value,
+    approvals: &[Value],
+    tool_results: &[Value],
+) -> (Vec<Value>, Vec<Value>) {
+    let parts: Vec<&Map<String, Value>> = message
+        .get("parts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
+        .filter(|part| tool_name(part).is_some())
+        .collect();
+    let state =
+        |part: &Map<String, Value>| part.get("state").and_then(Value::as_str).map(str::to_owned);
+    let asked = |id: &Value| {
+        parts.iter().any(|part| {
+            state(part).as_deref() == Some("approval-requested")
+                && part.get("approval").and_then(|a| a.get("id")) == Some(id)
+        })
+    };
+    let waiting = |id: &Value| {
+        parts.iter().any(|part| {
+            state(part).as_deref() == Some("input-available") && part.get("toolCallId") == Some(id)
+        })
+    };
+    let approvals = approvals
+        .iter()
+        .filter(|a| a.get("approvalId").is_some_and(&asked))
+        .cloned()
+        .collect();
+    let tool_results = tool_results
+        .iter()
+        .filter(|r| r.get("toolCallId").is_some_and(&waiting))
+        .cloned()
+        .collect();
+    (approvals, tool_results)
 }
 
 fn read_approval_response(response: &Value, path: &str) -> Result<(String, ApprovalVerdict)> {
@@ -250,7 +287,7 @@ fn read_approval_response(response: &Value, path: &str) -> Result<(String, Appro
     ))
 }
 
-fn read_tool_result(part: &Value, path: &str) -> Result<(String, Value)> {
+fn read_tool_result(part: &Value, path: &str) -> Result<(String, Option<String>, Value)> {
     let Value::Object(part) = part else {
         return Err(SessionError::input(
             path,
@@ -258,6 +295,7 @@ fn read_tool_result(part: &Value, path: &str) -> Result<(String, Value)> {
         ));
     };
     let id = string_field(part, "toolCallId", path)?;
+    let name = optional_string(part, "toolName", path)?;
     let output = match part.get("output") {
         Some(Value::Object(output)) if output.get("type").is_some_and(Value::is_string) => {
             Value::Object(output.clone())
@@ -270,11 +308,21 @@ fn read_tool_result(part: &Value, path: &str) -> Result<(String, Value)> {
             ))
         }
     };
-    Ok((id, output))
+    Ok((id, name, output))
 }
 
-/// Reads the answers a `useChat` message carries: approval responses and tool outputs.
-fn read_message_answers(message: &Value, answers: &mut Vec<(String, Answer)>) -> Result<()> {
+/// An approval's id and verdict.
+type ApprovalAnswer = (String, ApprovalVerdict);
+/// A tool call's id, its tool's name when known, and its output.
+type ResultAnswer = (String, Option<String>, Value);
+
+/// Reads the answers a `useChat` message carries to what the session waits for: the verdicts of
+/// the approvals no policy decided (a part with that approval and `approved` set), and the
+/// outputs of the tool calls (`output-available`, `output-error`), in the order they are awaited.
+fn read_message_answers(
+    message: &Value,
+    pending: &PendingInput,
+) -> Result<(Vec<ApprovalAnswer>, Vec<ResultAnswer>)> {
     let Value::Object(object) = message else {
         return Err(SessionError::input(
             "message",
@@ -282,54 +330,63 @@ fn read_message_answers(message: &Value, answers: &mut Vec<(String, Answer)>) ->
         ));
     };
     check_message(object, "message")?;
-    let parts = object.get("parts").and_then(Value::as_array);
-    for part in parts.into_iter().flatten().filter_map(Value::as_object) {
-        if tool_name(part).is_none() {
+    let parts: Vec<&Map<String, Value>> = object
+        .get("parts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
+        .filter(|part| tool_name(part).is_some())
+        .collect();
+    let mut approvals = Vec::new();
+    for open in pending.approvals.iter().filter(|a| a.decision.is_none()) {
+        let approval = parts.iter().find_map(|part| {
+            let approval = part.get("approval").and_then(Value::as_object)?;
+            (approval.get("id").and_then(Value::as_str) == Some(&open.approval_id))
+                .then_some(approval)
+        });
+        let Some(approval) = approval else { continue };
+        let Some(approved) = approval.get("approved").and_then(Value::as_bool) else {
             continue;
-        }
-        let call_id = part
-            .get("toolCallId")
+        };
+        let reason = approval
+            .get("reason")
             .and_then(Value::as_str)
-            .unwrap_or_default();
-        match part.get("state").and_then(Value::as_str) {
-            Some("approval-responded" | "output-denied") => {
-                let approval = part.get("approval").and_then(Value::as_object);
-                let id = approval.and_then(|a| a.get("id")).and_then(Value::as_str);
-                let approved = approval
-                    .and_then(|a| a.get("approved"))
-                    .and_then(Value::as_bool);
-                if let (Some(id), Some(approved)) = (id, approved) {
-                    let reason = approval
-                        .and_then(|a| a.get("reason"))
-                        .and_then(Value::as_str)
-                        .map(str::to_owned);
-                    answers.push((
-                        id.to_owned(),
-                        Answer::Approval(ApprovalVerdict { approved, reason }),
-                    ));
-                }
-            }
+            .map(str::to_owned);
+        approvals.push((
+            open.approval_id.clone(),
+            ApprovalVerdict { approved, reason },
+        ));
+    }
+    let mut results = Vec::new();
+    for call in &pending.tool_calls {
+        let part = parts.iter().find(|part| {
+            part.get("toolCallId").and_then(Value::as_str) == Some(&call.tool_call_id)
+        });
+        let output = match part.and_then(|p| p.get("state")).and_then(Value::as_str) {
             Some("output-available") => {
-                let value = part.get("output").cloned().unwrap_or(Value::Null);
-                answers.push((
-                    call_id.to_owned(),
-                    Answer::Result(json!({ "type": "json", "value": value })),
-                ));
+                let value = part
+                    .and_then(|p| p.get("output"))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                json!({ "type": "json", "value": value })
             }
             Some("output-error") => {
                 let text = part
-                    .get("errorText")
+                    .and_then(|p| p.get("errorText"))
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                answers.push((
-                    call_id.to_owned(),
-                    Answer::Result(json!({ "type": "error-text", "value": text })),
-                ));
+                json!({ "type": "error-text", "value": text })
             }
-            _ => {}
-        }
+            _ => continue,
+        };
+        results.push((
+            call.tool_call_id.clone(),
+            Some(call.tool_name.clone()),
+            output,
+        ));
     }
-    Ok(())
+    Ok((approvals, results))
 }
 
 fn string_field(object: &Map<String, Value>, field: &str, path: &str) -> Result<String> {
@@ -369,8 +426,9 @@ fn shortened(input: &Value) -> String {
     }
 }
 
-/// `- I approve <tool> <input>` or `- I deny <tool> <input>`, then `: <reason>` when given.
-fn approval_line(tool: &str, input: &Value, verdict: &ApprovalVerdict) -> String {
+/// `- I approve <tool> <input>` or `- I deny <tool> <input>` (`the tool call` for an approval the
+/// session does not know), then `: <reason>` when given.
+fn approval_line(call: Option<(&str, &Value)>, verdict: &ApprovalVerdict) -> String {
     let said = if verdict.approved {
         "I approve"
     } else {
@@ -381,7 +439,11 @@ fn approval_line(tool: &str, input: &Value, verdict: &ApprovalVerdict) -> String
         .as_deref()
         .map(|reason| format!(": {reason}"))
         .unwrap_or_default();
-    format!("- {said} {tool} {}{reason}", shortened(input))
+    let what = match call {
+        Some((tool, input)) => format!("{tool} {}", shortened(input)),
+        None => "the tool call".to_owned(),
+    };
+    format!("- {said} {what}{reason}")
 }
 
 /// A tool's result in words: the answers to the agent's questions (`askUserQuestions`) by the
@@ -551,18 +613,46 @@ mod tests {
 
     #[test]
     fn no_answer_is_a_conflict() {
-        for request in [
-            request(
-                vec![json!({"approvalId": "unknown", "approved": true})],
-                vec![],
-            ),
-            ContinueRequest::default(),
-        ] {
-            match collect("s", &pending(), &request) {
-                Err(SessionError::Conflict { message, .. }) => assert_eq!(message, NO_ANSWER),
-                other => panic!("{other:?}"),
-            }
+        match collect("s", &pending(), &ContinueRequest::default()) {
+            Err(SessionError::Conflict { message, .. }) => assert_eq!(message, NO_ANSWER),
+            other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn answers_to_unknown_ids_reach_the_agent_as_the_reference_passes_them() {
+        let request = request(
+            vec![json!({"approvalId": "unknown", "approved": true})],
+            vec![
+                json!({"toolCallId": "c9", "toolName": "other", "output": {"type": "json", "value": 1}}),
+            ],
+        );
+        let got = collect("s", &pending(), &request).unwrap();
+        assert_eq!(
+            got.approvals,
+            vec![
+                json!({"type": "tool-approval-response", "approvalId": "unknown", "approved": true})
+            ]
+        );
+        assert_eq!(
+            got.tool_results,
+            vec![
+                json!({"type": "tool-result", "toolCallId": "c9", "toolName": "other", "output": {"type": "json", "value": 1}})
+            ]
+        );
+        let lines: Vec<String> = got.words().lines().skip(1).map(str::to_owned).collect();
+        assert_eq!(lines, vec!["- I approve the tool call", "- other: 1"]);
+        let paused = json!({"parts": [
+            {"type": "tool-write", "toolCallId": "c1", "state": "approval-requested", "input": {}, "approval": {"id": "a1"}},
+            {"type": "tool-askUserQuestions", "toolCallId": "c2", "state": "input-available", "input": {}},
+        ]});
+        let known =
+            json!({"type": "tool-approval-response", "approvalId": "a1", "approved": false});
+        let mut approvals = got.approvals.clone();
+        approvals.push(known.clone());
+        let (approvals, results) = answerable(&paused, &approvals, &got.tool_results);
+        assert_eq!(approvals, vec![known]);
+        assert!(results.is_empty());
     }
 
     #[test]
@@ -633,7 +723,7 @@ mod tests {
             reason: None,
         };
         assert_eq!(
-            approval_line("bash", &json!({"c": 1}), &approved),
+            approval_line(Some(("bash", &json!({"c": 1}))), &approved),
             "- I approve bash {\"c\":1}"
         );
         let denied = ApprovalVerdict {
@@ -641,7 +731,7 @@ mod tests {
             reason: Some("not now".into()),
         };
         assert_eq!(
-            approval_line("bash", &json!("ls"), &denied),
+            approval_line(Some(("bash", &json!("ls"))), &denied),
             "- I deny bash ls: not now"
         );
     }

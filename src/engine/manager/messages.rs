@@ -228,49 +228,6 @@ fn approved(part: &Map<String, Value>) -> bool {
         == Some(true)
 }
 
-/// The words a tool call left without a result by a crash is closed with.
-pub const TOOL_CALL_CUT: &str = "The application stopped before the tool call ended.";
-
-/// Closes what a crash left open in `message`: see [`close_open_calls`], with [`TOOL_CALL_CUT`].
-pub fn close_dangling_tool_calls(message: &mut Value) -> bool {
-    close_open_calls(message, TOOL_CALL_CUT)
-}
-
-/// Closes what can never go on in `message`, the session it is in having ended (a crash, a
-/// close): every tool call still waiting (its input streaming or given, its approval asked, its
-/// approved call without a result) becomes `output-error` with `words`, so that none is left
-/// dangling; text or reasoning cut mid-stream is `done`. Returns whether anything was closed.
-pub fn close_open_calls(message: &mut Value, words: &str) -> bool {
-    let Some(parts) = message.get_mut("parts").and_then(Value::as_array_mut) else {
-        return false;
-    };
-    let mut closed = false;
-    for part in parts.iter_mut().filter_map(Value::as_object_mut) {
-        // A text or reasoning part cut mid-stream ends where it was.
-        if part.get("state").and_then(Value::as_str) == Some("streaming") {
-            part.insert("state".into(), json!("done"));
-            closed = true;
-        }
-        if tool_name(part).is_none() {
-            continue;
-        }
-        let open = match part.get("state").and_then(Value::as_str) {
-            Some("input-streaming" | "input-available" | "approval-requested") => true,
-            Some("approval-responded") => approved(part),
-            _ => false,
-        };
-        if open {
-            part.insert("state".into(), json!("output-error"));
-            if !part.contains_key("input") {
-                part.insert("input".into(), Value::Null);
-            }
-            part.insert("errorText".into(), json!(words));
-            closed = true;
-        }
-    }
-    closed
-}
-
 /// The words of a turn whose caller aborted it (its `abortSignal`).
 pub const TURN_ABORTED: &str = "The turn was aborted.";
 
@@ -308,39 +265,6 @@ pub fn cut_chunk(reason: &str) -> Option<crate::engine::ui::UiChunk> {
         "messageMetadata": { "cut": reason },
     }))
     .ok()
-}
-
-/// The words a tool call of a turn lost with a suspension is closed with, when `continue()` left
-/// it unanswered.
-pub const LOST_WITH_THE_TURN: &str =
-    "The session was suspended before this tool call was answered.";
-
-/// Closes the tool calls of `message` still waiting for an answer (input streaming or given,
-/// approval asked) as `output-error` with `words`: the turn that asked them is gone, nothing can
-/// answer them any more. Returns whether anything was closed.
-pub fn close_unanswered_calls(message: &mut Value, words: &str) -> bool {
-    let Some(parts) = message.get_mut("parts").and_then(Value::as_array_mut) else {
-        return false;
-    };
-    let mut closed = false;
-    for part in parts.iter_mut().filter_map(Value::as_object_mut) {
-        if tool_name(part).is_none() {
-            continue;
-        }
-        let state = part.get("state").and_then(Value::as_str);
-        if matches!(
-            state,
-            Some("input-streaming" | "input-available" | "approval-requested")
-        ) {
-            part.insert("state".into(), json!("output-error"));
-            if !part.contains_key("input") {
-                part.insert("input".into(), Value::Null);
-            }
-            part.insert("errorText".into(), json!(words));
-            closed = true;
-        }
-    }
-    closed
 }
 
 /// Adds the usage of a turn to the session's: every number summed, field by field.
@@ -464,27 +388,6 @@ mod tests {
         assert_eq!(bare["metadata"], json!({"cut": "x"}));
         let chunk = cut_chunk("x").expect("a chunk");
         assert_eq!(chunk.type_name(), "message-metadata");
-    }
-
-    #[test]
-    fn dangling_tool_calls_are_closed() {
-        let mut message = json!({"parts": [
-            {"type": "tool-a", "toolCallId": "1", "state": "input-streaming"},
-            {"type": "tool-b", "toolCallId": "2", "state": "output-available", "output": 1},
-            {"type": "text", "text": "half a sen", "state": "streaming"},
-            {"type": "tool-c", "toolCallId": "3", "state": "approval-requested", "input": {}, "approval": {"id": "a"}},
-            {"type": "tool-d", "toolCallId": "4", "state": "approval-responded", "input": {}, "approval": {"id": "b", "approved": false}},
-        ]});
-        assert!(close_dangling_tool_calls(&mut message));
-        assert_eq!(message["parts"][0]["state"], "output-error");
-        assert_eq!(message["parts"][1]["state"], "output-available");
-        assert_eq!(message["parts"][2]["state"], "done");
-        assert_eq!(message["parts"][3]["state"], "output-error");
-        assert_eq!(
-            message["parts"][4]["state"], "approval-responded",
-            "a denial is an answer"
-        );
-        assert!(!close_dangling_tool_calls(&mut message));
     }
 
     #[test]

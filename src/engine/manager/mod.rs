@@ -358,7 +358,7 @@ impl Inner {
     }
 
     /// Marks `interrupted` the session `id`, found live at start, whatever it was doing (as the
-    /// reference, even while preparing): the tool calls its reply left open are closed.
+    /// reference, even while preparing); its messages are kept as they are.
     async fn interrupt_left_live(&self, id: String) -> Result<()> {
         let store = &self.seams.store;
         let Some(mut record) = store.get(&id).await? else {
@@ -368,13 +368,10 @@ impl Inner {
         let was_busy = record.summary.status == SessionStatus::Busy;
         if let Some(last) = record.messages.last_mut() {
             let mut message = last.to_value();
-            let mut changed = messages::close_dangling_tool_calls(&mut message);
-            // The reply a crash cut short is marked as cut, with the session's error.
+            // The reply a crash cut short is marked as cut, with the session's error; its tool
+            // calls are left as they were, as the reference leaves them.
             if was_busy && message.get("role").and_then(Value::as_str) == Some("assistant") {
                 messages::mark_cut(&mut message, error);
-                changed = true;
-            }
-            if changed {
                 *last = crate::engine::session::StoredMessage::from_value(&message);
             }
         }

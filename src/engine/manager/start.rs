@@ -1,5 +1,5 @@
-//! Opening a session: its sandbox lease, then its harness session, fresh or resumed from the
-//! state it was suspended with. Runs in the background while the session is `preparing`.
+//! Opening a session: its agent (`agent()`), its sandbox lease, then its harness session, fresh or
+//! resumed from the state it was suspended with. Runs in the background while the session is `preparing`.
 //!
 //! A start can be cut short (by `close()` or `shutdown()`): the step under way then finishes in
 //! the background and what it opened is given back, so that nothing leaks.
@@ -72,12 +72,21 @@ impl Inner {
         if let Some(victim) = victim {
             self.evict(&victim).await;
         }
-        let sandboxes = self.seams.sandboxes.clone();
-        let id = entry.id.clone();
-        let acquire = async move { sandboxes.acquire(&id, resuming).await };
-        let undo = move |lease: Box<dyn Lease>| give_back(lease, resuming);
-        let lease = match cut_short(acquire, &mut cancelled, undo).await {
-            Step::Done(Ok(lease)) => lease,
+        let metadata = entry
+            .state()
+            .record
+            .as_ref()
+            .map(|r| r.summary.metadata.clone())
+            .unwrap_or(Value::Null);
+        // The agent first, then the sandbox, as the reference: an agent() that throws never
+        // acquires a sandbox.
+        let agent = self.seams.agent.clone();
+        let (id, picked) = (entry.id.clone(), metadata.clone());
+        let choose = async move { agent.choose(&id, &picked).await };
+        let agent = self.seams.agent.clone();
+        let forget = move |chosen: Value| async move { agent.forget(chosen) };
+        let chosen = match cut_short(choose, &mut cancelled, forget).await {
+            Step::Done(Ok(chosen)) => chosen,
             Step::Done(Err(error)) => {
                 let failure = StartFailure::Failed(error);
                 return self
@@ -91,17 +100,33 @@ impl Inner {
                     .await;
             }
         };
-        let metadata = entry
-            .state()
-            .record
-            .as_ref()
-            .map(|r| r.summary.metadata.clone())
-            .unwrap_or(Value::Null);
+        let sandboxes = self.seams.sandboxes.clone();
+        let id = entry.id.clone();
+        let acquire = async move { sandboxes.acquire(&id, resuming).await };
+        let undo = move |lease: Box<dyn Lease>| give_back(lease, resuming);
+        let lease = match cut_short(acquire, &mut cancelled, undo).await {
+            Step::Done(Ok(lease)) => lease,
+            Step::Done(Err(error)) => {
+                self.seams.agent.forget(chosen);
+                let failure = StartFailure::Failed(error);
+                return self
+                    .start_failed(entry, resuming, resume_state.as_ref(), failure)
+                    .await;
+            }
+            Step::Cut(reason) => {
+                self.seams.agent.forget(chosen);
+                let failure = StartFailure::Cut(reason);
+                return self
+                    .start_failed(entry, resuming, resume_state.as_ref(), failure)
+                    .await;
+            }
+        };
         let request = OpenRequest {
             session_id: entry.id.clone(),
             metadata,
             sandbox: lease.sandbox(),
             resume_from: resume_state.as_ref().map(without_unfinished_turn),
+            chosen,
         };
         let agent = self.seams.agent.clone();
         let open = async move {

@@ -9,14 +9,13 @@ use std::sync::Arc;
 use futures::future::join_all;
 
 use super::entry::{lock, Entry, Live, Phase};
-use super::messages;
 use super::{
     timers, Inner, APPLICATION_STOPPED, NOT_STOPPED_CLEANLY, SESSION_CLOSED, STOPPED_BEFORE_READY,
 };
 use crate::engine::error::{Result, SessionError};
 use crate::engine::hooks::SessionEvent;
 use crate::engine::session::lifecycle::{decide, Command, Decision, Event, Input};
-use crate::engine::session::{SessionStatus, SessionSummary, StoredMessage};
+use crate::engine::session::{SessionStatus, SessionSummary};
 
 impl Inner {
     /// `suspend()`.
@@ -189,16 +188,9 @@ impl Inner {
             state.phase = Phase::Kept;
             state.apply(Event::Closed)?;
             state.set_error(None)?;
-            let record = state.record_mut()?;
-            // What it waited for can never be answered now: its tool calls are closed.
-            if record.summary.pending_input.take().is_some() {
-                if let Some(last) = record.messages.last_mut() {
-                    let mut message = last.to_value();
-                    if messages::close_open_calls(&mut message, SESSION_CLOSED) {
-                        *last = StoredMessage::from_value(&message);
-                    }
-                }
-            }
+            // What it waited for can never be answered now; as the reference, its message is
+            // left as it is.
+            state.record_mut()?.summary.pending_input = None;
         }
         self.release_slot(&entry.id);
         let summary = self.save(entry, None).await;

@@ -228,21 +228,11 @@ impl Inner {
                         .to_owned();
                     // The paused message gets its answers, as the client's copy has them; the
                     // agent continues it, answered (in words when the paused turn was lost).
+                    let (approvals, tool_results) =
+                        answers::answerable(&paused, &collected.approvals, &collected.tool_results);
                     let mut accumulator = new_reply(Some(paused), message_id.clone())?;
-                    for chunk in
-                        answers::answer_chunks(&collected.approvals, &collected.tool_results)
-                    {
+                    for chunk in answers::answer_chunks(&approvals, &tool_results) {
                         let _ = accumulator.push(&chunk);
-                    }
-                    if lost {
-                        // What the answers leave open was asked by the lost turn: closed.
-                        let mut answered = accumulator.message().clone();
-                        if messages::close_unanswered_calls(
-                            &mut answered,
-                            messages::LOST_WITH_THE_TURN,
-                        ) {
-                            accumulator = new_reply(Some(answered), message_id.clone())?;
-                        }
                     }
                     let continues = Some(accumulator.message().clone());
                     let plan = Plan {
@@ -390,7 +380,8 @@ impl Inner {
             } else {
                 PolicyStep::None
             };
-            // The held requests go out now, each answered one with its answer after them.
+            // The held requests go out now, then the answers the policy gave them (as the
+            // reference: every request first, then every response).
             let mut shown = std::mem::take(&mut read.requests);
             let approvals = match step {
                 PolicyStep::Continue { responses, chunks } => {
