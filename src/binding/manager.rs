@@ -30,6 +30,7 @@ struct Options {
     idle_timeout_ms: Option<Value>,
     close_suspended_after_ms: Option<Value>,
     turn_timeout_ms: Option<Value>,
+    wind_down_ms: Option<Value>,
     suspend_idle_when_full: Option<Value>,
     capacity: Option<Value>,
     approves: bool,
@@ -74,6 +75,9 @@ fn read_options(json: &str) -> Result<(ManagerOptions, Option<u32>, bool)> {
                 "suspendIdleWhenFull must be a boolean",
             ))
         }
+    }
+    if let Some(wind_down) = duration(options.wind_down_ms, "windDownMs")? {
+        manager.wind_down = wind_down;
     }
     if let Some(interval) = duration(options.checkpoint_interval_ms, "checkpointIntervalMs")? {
         manager.checkpoint_interval = interval.max(Duration::from_millis(1));

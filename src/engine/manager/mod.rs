@@ -7,7 +7,9 @@
 //! failed, interrupted) are not held in memory: the store has them.
 
 pub mod answers;
+mod bounds;
 mod entry;
+mod journal;
 pub mod messages;
 mod slots;
 mod start;
@@ -23,6 +25,7 @@ use serde_json::Value;
 use tokio::sync::OnceCell;
 
 use self::entry::{lock, now_ms, Entry};
+use self::journal::Journal;
 use self::slots::Registry;
 use crate::engine::agent::Agent;
 use crate::engine::client::TurnClients;
@@ -48,6 +51,9 @@ pub struct ManagerOptions {
     pub suspend_idle_when_full: bool,
     /// How often a turn under way writes its reply so far to the store.
     pub checkpoint_interval: Duration,
+    /// How long `interrupt()`, `close()`, `shutdown()` and the turn timeout wait for a turn they
+    /// cut short to wind down (and `shutdown()` for the writes still pending), before letting go.
+    pub wind_down: Duration,
 }
 
 impl Default for ManagerOptions {
@@ -58,6 +64,7 @@ impl Default for ManagerOptions {
             turn_timeout: None,
             suspend_idle_when_full: true,
             checkpoint_interval: Duration::from_millis(500),
+            wind_down: Duration::from_secs(10),
         }
     }
 }
@@ -107,6 +114,7 @@ pub struct SessionManager {
 
 pub(crate) struct Inner {
     seams: Seams,
+    journal: Arc<Journal>,
     options: ManagerOptions,
     registry: Mutex<Registry>,
     recovered: OnceCell<()>,
@@ -120,6 +128,7 @@ impl SessionManager {
     pub fn new(seams: Seams, options: ManagerOptions) -> SessionManager {
         SessionManager {
             inner: Arc::new(Inner {
+                journal: Journal::new(seams.store.clone(), seams.hooks.clone()),
                 seams,
                 options,
                 registry: Mutex::new(Registry::default()),
@@ -159,7 +168,9 @@ impl SessionManager {
                 return entry.snapshot().map(Some);
             }
         }
-        self.inner.seams.store.get(id).await
+        let record = self.inner.journal.get(id).await;
+        self.inner.report_unreadable();
+        record
     }
 
     /// Every session without its conversation, the most recently updated first.
@@ -168,7 +179,9 @@ impl SessionManager {
     /// When the store fails.
     pub async fn list(&self) -> Result<Vec<SessionSummary>> {
         self.inner.ready().await?;
-        self.inner.seams.store.list().await
+        let summaries = self.inner.journal.list().await;
+        self.inner.report_unreadable();
+        summaries
     }
 
     /// [`SessionManager::list`] as JSON text, written by the store without decoding what it keeps.
@@ -177,7 +190,9 @@ impl SessionManager {
     /// When the store fails.
     pub async fn list_json(&self) -> Result<String> {
         self.inner.ready().await?;
-        self.inner.seams.store.list_json().await
+        let summaries = self.inner.journal.list_json().await;
+        self.inner.report_unreadable();
+        summaries
     }
 
     /// Starts a turn in reply to a user message.
@@ -336,10 +351,12 @@ impl Inner {
     }
 
     /// Marks `interrupted` every session a previous process left live, many at a time (a store
-    /// that commits in groups, as the SQLite one does, writes them together).
+    /// that commits in groups, as the SQLite one does, writes them together), and releases the
+    /// sandboxes they held. A row that cannot be read is reported and set aside.
     async fn recover(self: &Arc<Self>) -> Result<()> {
-        use futures::stream::{self, StreamExt, TryStreamExt};
-        let summaries = self.seams.store.list().await?;
+        use futures::stream::{self, StreamExt};
+        let summaries = self.journal.list().await?;
+        self.report_unreadable();
         let mut live = Vec::new();
         for summary in summaries {
             if summary.status == SessionStatus::Suspended {
@@ -351,15 +368,31 @@ impl Inner {
         stream::iter(live)
             .map(|id| self.interrupt_left_live(id))
             .buffer_unordered(RECOVERY_CONCURRENCY)
-            .try_collect::<()>()
-            .await
+            .collect::<()>()
+            .await;
+        Ok(())
     }
 
-    /// Marks `interrupted` the session `id`, found live at start: what it was doing is closed.
-    async fn interrupt_left_live(&self, id: String) -> Result<()> {
-        let store = &self.seams.store;
-        let Some(mut record) = store.get(&id).await? else {
-            return Ok(());
+    /// Reports, once each, the sessions the store found unreadable (and set aside).
+    fn report_unreadable(&self) {
+        for (id, error) in self.seams.store.take_unreadable() {
+            self.seams.hooks.on_error(&error, "read", Some(&id));
+        }
+    }
+
+    /// Marks `interrupted` the session `id`, found live at start: what it was doing is closed,
+    /// and the sandbox it held is released (`discard`), within the wind-down bound.
+    async fn interrupt_left_live(self: &Arc<Self>, id: String) {
+        let mut record = match self.journal.get(&id).await {
+            Ok(Some(record)) => record,
+            Ok(None) => return,
+            Err(error) => {
+                self.report_unreadable();
+                if !self.seams.store.is_unreadable(&id) {
+                    self.seams.hooks.on_error(&error, "read", Some(&id));
+                }
+                return;
+            }
         };
         let error = if record.summary.status == SessionStatus::Preparing {
             STOPPED_BEFORE_READY
@@ -376,7 +409,8 @@ impl Inner {
         record.summary.error = Some(error.to_owned());
         record.summary.pending_input = None;
         record.summary.updated_at = now_ms();
-        store.save(&record, None).await
+        self.journal.write(&record, None).await;
+        self.discard_bounded(&id).await;
     }
 
     /// The session `id` in memory, put there if it is not.
@@ -416,14 +450,13 @@ impl Inner {
         if entry.state().record.is_some() {
             return Ok(());
         }
-        let record =
-            self.seams
-                .store
-                .get(&entry.id)
-                .await?
-                .ok_or_else(|| SessionError::NotFound {
-                    session_id: entry.id.clone(),
-                })?;
+        let record = self
+            .journal
+            .get(&entry.id)
+            .await?
+            .ok_or_else(|| SessionError::NotFound {
+                session_id: entry.id.clone(),
+            })?;
         let mut state = entry.state();
         if state.record.is_none() {
             state.record = Some(record);
@@ -436,7 +469,8 @@ impl Inner {
     async fn save(&self, entry: &Entry, resume_state: Option<&Value>) -> Result<SessionSummary> {
         let _order = entry.saving.lock().await;
         let record = entry.snapshot()?;
-        self.seams.store.save(&record, resume_state).await?;
+        // A failed write is reported and kept to be written again: the manager carries on.
+        self.journal.write(&record, resume_state).await;
         let summary = record.summary;
         self.seams
             .hooks
@@ -459,7 +493,7 @@ impl Inner {
     ) -> Result<SessionSummary> {
         let _command = entry.commands.lock().await;
         if entry.state().record.is_none() {
-            if let Some(existing) = self.seams.store.get(&entry.id).await? {
+            if let Some(existing) = self.journal.get(&entry.id).await? {
                 return Err(SessionError::AlreadyExists {
                     session_id: entry.id.clone(),
                     status: existing.summary.status,
@@ -521,7 +555,7 @@ impl Inner {
     /// The resume state a suspended session keeps, so that a write of its record keeps it too.
     async fn kept_resume_state(&self, entry: &Entry) -> Result<Option<Value>> {
         if entry.status() == Some(SessionStatus::Suspended) {
-            self.seams.store.get_resume_state(&entry.id).await
+            self.journal.get_resume_state(&entry.id).await
         } else {
             Ok(None)
         }
@@ -537,8 +571,9 @@ impl Inner {
         }
     }
 
-    /// `interrupt()`: cuts the turn under way, and waits until it is written.
-    async fn cut_turn(&self, entry: &Entry, reason: &str) -> Result<()> {
+    /// `interrupt()`: cuts the turn under way, and waits until it is written (or lets go of it
+    /// past the wind-down bound).
+    async fn cut_turn(&self, entry: &Arc<Entry>, reason: &str) -> Result<()> {
         self.load(entry).await?;
         let turn = {
             let state = entry.state();
@@ -552,11 +587,13 @@ impl Inner {
         };
         if let Some(turn) = turn {
             turn.cut(reason);
-            self.wait_while(entry, SessionStatus::Busy).await;
+            self.wind_down(entry, reason).await;
         }
         Ok(())
     }
 }
 
+#[cfg(test)]
+mod fault_tests;
 #[cfg(test)]
 mod tests;

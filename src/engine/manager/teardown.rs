@@ -49,13 +49,20 @@ impl Inner {
             (state.harness.take(), state.lease.take())
         };
         let resume_state = match harness {
-            Some(harness) => harness.stop().await,
+            Some(harness) => self
+                .bounded(async move { harness.stop().await })
+                .await
+                .unwrap_or_else(|| Err(self.no_answer("The harness session's stop()"))),
             None => Err(SessionError::internal(
                 "a live session had no harness session",
             )),
         };
         if let Some(lease) = lease {
-            if let Err(error) = lease.suspend().await {
+            let suspended = self
+                .bounded(async move { lease.suspend().await })
+                .await
+                .unwrap_or_else(|| Err(self.no_answer("The sandbox lease's suspend()")));
+            if let Err(error) = suspended {
                 self.seams
                     .hooks
                     .on_error(&error, "suspend", Some(&entry.id));
@@ -102,6 +109,11 @@ impl Inner {
             let command = entry.commands.lock().await;
             self.load(entry).await?;
             let (status, error) = status_and_error(entry)?;
+            if status == SessionStatus::Interrupted {
+                // What it held may still be kept (a crash, a stop that failed): free it.
+                self.discard_bounded(&entry.id).await;
+                return self.mark_closed(entry).await;
+            }
             match decide(status, Command::Close, false) {
                 Decision::Close => return self.close_entry(entry).await,
                 Decision::Discard => return self.discard_entry(entry).await,
@@ -111,7 +123,7 @@ impl Inner {
                         turn.cut(SESSION_CLOSED);
                     }
                     drop(command);
-                    self.wait_while(entry, SessionStatus::Busy).await;
+                    self.wind_down(entry, SESSION_CLOSED).await;
                 }
                 Decision::CutStartAndClose => {
                     if let Some(start) = entry.state().start.as_ref() {
@@ -132,12 +144,20 @@ impl Inner {
             (state.harness.take(), state.lease.take())
         };
         if let Some(harness) = harness {
-            if let Err(error) = harness.destroy().await {
+            let destroyed = self
+                .bounded(async move { harness.destroy().await })
+                .await
+                .unwrap_or_else(|| Err(self.no_answer("The harness session's destroy()")));
+            if let Err(error) = destroyed {
                 self.seams.hooks.on_error(&error, "close", Some(&entry.id));
             }
         }
         if let Some(lease) = lease {
-            if let Err(error) = lease.close().await {
+            let closed = self
+                .bounded(async move { lease.close().await })
+                .await
+                .unwrap_or_else(|| Err(self.no_answer("The sandbox lease's close()")));
+            if let Err(error) = closed {
                 self.seams.hooks.on_error(&error, "close", Some(&entry.id));
             }
         }
@@ -175,7 +195,22 @@ impl Inner {
 
     /// `delete()`: closes the session if it can be closed, then forgets it.
     pub(super) async fn delete(self: &Arc<Self>, entry: &Arc<Entry>) -> Result<()> {
-        self.load(entry).await?;
+        if let Err(error) = self.load(entry).await {
+            // A row that cannot be read is removed unread.
+            if !self.seams.store.is_unreadable(&entry.id) {
+                return Err(error);
+            }
+            let _command = entry.commands.lock().await;
+            self.journal.delete(&entry.id).await?;
+            self.seams
+                .hooks
+                .on_event(SessionEvent::Deleted(entry.id.clone()));
+            return Ok(());
+        }
+        if entry.status() == Some(SessionStatus::Interrupted) {
+            // What it held may still be kept (a crash, a stop that failed): free it.
+            self.discard_bounded(&entry.id).await;
+        }
         let closable = !matches!(
             entry.status(),
             Some(SessionStatus::Closed | SessionStatus::Interrupted)
@@ -195,7 +230,7 @@ impl Inner {
         let _command = entry.commands.lock().await;
         {
             let _order = entry.saving.lock().await;
-            self.seams.store.delete(&entry.id).await?;
+            self.journal.delete(&entry.id).await?;
         }
         entry.state().record = None;
         self.seams
@@ -210,7 +245,16 @@ impl Inner {
     pub(super) async fn shutdown(self: &Arc<Self>) -> Result<()> {
         let entries = self.all_entries();
         join_all(entries.iter().map(|entry| self.shut_down_entry(entry))).await;
-        self.seams.sandboxes.shutdown().await
+        let sandboxes = self.seams.sandboxes.clone();
+        let stopped = self
+            .bounded(async move { sandboxes.shutdown().await })
+            .await
+            .unwrap_or_else(|| Err(self.no_answer("The sandboxes' shutdown()")));
+        self.journal.flush(self.options.wind_down).await;
+        if let Err(error) = self.seams.store.release().await {
+            self.seams.hooks.on_error(&error, "write", None);
+        }
+        stopped
     }
 
     async fn shut_down_entry(self: &Arc<Self>, entry: &Arc<Entry>) {
@@ -224,7 +268,7 @@ impl Inner {
                         turn.cut(APPLICATION_STOPPED);
                     }
                     drop(command);
-                    self.wait_while(entry, SessionStatus::Busy).await;
+                    self.wind_down(entry, APPLICATION_STOPPED).await;
                 }
                 Some(SessionStatus::Preparing) => {
                     if let Some(start) = entry.state().start.as_ref() {

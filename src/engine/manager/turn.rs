@@ -249,6 +249,8 @@ impl Inner {
 
     /// Reads the turn to its end, lets the policy answer approvals, and ends it.
     async fn drive(self: &Arc<Self>, entry: &Arc<Entry>, slot: &Arc<TurnSlot>, plan: Plan) {
+        // Cuts the turn at its timeout, and lets go of it if it does not wind down.
+        let _timer = self.arm_turn_timeout(entry, slot);
         let deadline = self.options.turn_timeout.map(|d| Instant::now() + d);
         let mut read = Reading::default();
         let mut input = plan.input;
@@ -457,6 +459,11 @@ impl Inner {
         // that the next message cannot start (and be written) between this status and its write.
         // No command waits for a turn to end while it holds the lock.
         let command = entry.commands.lock().await;
+        if !super::bounds::is_current(entry, slot) {
+            // Let go of (it did not wind down in time): the session was written without it.
+            lock(&self.registry).turns.remove(&turn_id);
+            return;
+        }
         let cut = slot.cut_reason();
         let failed = read.failure.is_some();
         {

@@ -61,6 +61,28 @@ pub trait SessionStore: Send + Sync {
     /// # Errors
     /// When the write fails.
     async fn delete(&self, id: &str) -> Result<()>;
+
+    /// Lets go of what the store holds (the SQLite store closes its file, and frees it for
+    /// another store): the manager's `shutdown()` calls it once every write is done. Later calls
+    /// may fail. Default: nothing to let go of.
+    ///
+    /// # Errors
+    /// When closing failed (what was written stays written).
+    async fn release(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// The sessions whose rows could not be read, found by `list()` (which skips them) or
+    /// `get()` since the last call, each given once, with why. Default: none.
+    fn take_unreadable(&self) -> Vec<(String, crate::engine::error::SessionError)> {
+        Vec::new()
+    }
+
+    /// Whether session `id` is known to be unreadable: `delete()` then removes it unread.
+    fn is_unreadable(&self, id: &str) -> bool {
+        let _ = id;
+        false
+    }
 }
 
 /// Sorts summaries as `list()` gives them: the most recently updated first, ties by id.

@@ -168,18 +168,23 @@ impl PackedSummaries {
     /// [`crate::engine::store::sort_newest_first`], since order keys sort like `f64::total_cmp`
     /// and ids are unique. The small rows are sorted, then each is decoded once, in place.
     ///
-    /// # Errors
-    /// [`SessionError::Host`] when a row cannot be decoded.
-    pub(super) fn into_newest_first(mut self) -> Result<Vec<SessionSummary>> {
+    /// A row that cannot be decoded is set aside: it is given, with why, in the second list.
+    pub(super) fn into_newest_first(mut self) -> (Vec<SessionSummary>, Vec<Unreadable>) {
         let mut rows = std::mem::take(&mut self.rows);
         rows.sort_unstable_by(|a, b| {
             b.updated_at_key
                 .cmp(&a.updated_at_key)
                 .then_with(|| self.str(a.id).cmp(self.str(b.id)))
         });
-        rows.iter()
-            .map(|row| decode_summary(&self.fields(row)))
-            .collect()
+        let mut summaries = Vec::with_capacity(rows.len());
+        let mut unreadable = Vec::new();
+        for row in &rows {
+            match decode_summary(&self.fields(row)) {
+                Ok(summary) => summaries.push(summary),
+                Err(error) => unreadable.push((self.str(row.id).to_owned(), error)),
+            }
+        }
+        (summaries, unreadable)
     }
 }
 
@@ -188,9 +193,12 @@ impl PackedSummaries {
     /// written from the stored JSON of their fields without decoding them (each field is checked
     /// to be JSON, so that a damaged row is an error, never a broken list).
     ///
+    /// A row that holds something that is not JSON, or a status this build does not know, is
+    /// set aside: it is given, with why, in the second list.
+    ///
     /// # Errors
-    /// [`SessionError::Host`] when a row holds something that is not JSON.
-    pub(super) fn into_newest_first_json(mut self) -> Result<String> {
+    /// [`SessionError::Host`] when the list could not be written.
+    pub(super) fn into_newest_first_json(mut self) -> Result<(String, Vec<Unreadable>)> {
         let mut rows = std::mem::take(&mut self.rows);
         rows.sort_unstable_by(|a, b| {
             b.updated_at_key
@@ -198,14 +206,28 @@ impl PackedSummaries {
                 .then_with(|| self.str(a.id).cmp(self.str(b.id)))
         });
         let mut json = String::with_capacity(self.text.len() + rows.len() * 96 + 2);
+        let mut unreadable = Vec::new();
         json.push('[');
-        for (index, row) in rows.iter().enumerate() {
-            if index > 0 {
+        let mut first = true;
+        for row in &rows {
+            let id = self.str(row.id);
+            let mark = json.len();
+            if !first {
                 json.push(',');
             }
-            match row.summary {
-                Some(summary) => json.push_str(self.str(summary)),
-                None => write_summary_json(&mut json, &self.fields(row))?,
+            let written = match row.summary {
+                Some(summary) => {
+                    let text = self.str(summary);
+                    check_summary_json(id, text).map(|()| json.push_str(text))
+                }
+                None => write_summary_json(&mut json, &self.fields(row)),
+            };
+            match written {
+                Ok(()) => first = false,
+                Err(error) => {
+                    json.truncate(mark);
+                    unreadable.push((id.to_owned(), error));
+                }
             }
         }
         json.push(']');
@@ -213,7 +235,28 @@ impl PackedSummaries {
         serde_json::from_str::<serde::de::IgnoredAny>(&json).map_err(|_| {
             SessionError::host("the sqlite store holds a damaged summary: list() cannot be written")
         })?;
-        Ok(json)
+        Ok((json, unreadable))
+    }
+}
+
+/// A session whose row could not be read, and why.
+pub(super) type Unreadable = (String, SessionError);
+
+/// Checks a stored summary: JSON, with a status this build knows.
+fn check_summary_json(id: &str, text: &str) -> Result<()> {
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow)]
+        status: std::borrow::Cow<'a, str>,
+    }
+    let probe: Probe<'_> = serde_json::from_str(text).map_err(|_| unreadable(id, "its summary"))?;
+    if SessionStatus::ALL
+        .iter()
+        .any(|known| known.as_str() == probe.status)
+    {
+        Ok(())
+    } else {
+        Err(unreadable(id, "its status"))
     }
 }
 
