@@ -11,7 +11,8 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, unlinkSync, writeS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { createSessionManager, createSqliteSessionStore, SessionError } from '../index.js';
+import { createSessionManager, createSqliteSessionStore, dockerSandbox, localSandbox, sandboxPerSession, SessionError } from '../index.js';
+import { dockerHost, dockerSkipFor, image } from './support/docker.mjs';
 import { openSqliteReader, ROOT } from './support/hostile.mjs';
 import { createFakeAgent, readTurn, testSandboxes, until, untilStatus } from './support/sessions.mjs';
 
@@ -229,4 +230,72 @@ describe('a full disk', () => {
     const { sessions: rows } = await (await sqlite()).ask({ op: 'sessions', path });
     assert.deepEqual(rows.map((row) => [row.id, row.status]), [['a', 'suspended'], ['b', 'suspended'], ['c', 'suspended']]);
   });
+});
+
+describe('what a crash leaves is reclaimed', () => {
+  const dockerSkip = dockerSkipFor(test);
+  const kinds = [
+    (() => {
+      const root = temp('hs-crash-local-');
+      return { name: 'localSandbox()', skip: false, code: `localSandbox({ root: ${JSON.stringify(root)} })`, make: () => localSandbox({ root }) };
+    })(),
+    (() => {
+      const options = { image, host: dockerHost ?? '', namePrefix: `hs-crash-${process.pid}-` };
+      return { name: 'dockerSandbox()', skip: dockerSkip, code: `dockerSandbox(${JSON.stringify(options)})`, make: () => dockerSandbox(options) };
+    })(),
+  ];
+  for (const kind of kinds) {
+    test(`sandboxPerSession(${kind.name}): after a SIGKILL the next process interrupts the sessions, releases their sandboxes, and the ids can be created again`, { skip: kind.skip }, async () => {
+      const path = join(temp('hs-crash-'), 'sessions.db');
+      const program = `
+        import { createSessionManager, createSqliteSessionStore, dockerSandbox, localSandbox, sandboxPerSession } from ${JSON.stringify(join(ROOT, 'index.js'))};
+        import { createFakeAgent } from ${JSON.stringify(join(ROOT, 'testing', 'index.mjs'))};
+        const provider = ${kind.code};
+        const sessions = createSessionManager({ agent: () => createFakeAgent(), sandboxes: sandboxPerSession({ provider }), store: createSqliteSessionStore({ path: ${JSON.stringify(path)} }), onError: () => {} });
+        for (const id of ['x', 'y']) await sessions.create({ id, metadata: {} });
+        for (;;) {
+          const list = await sessions.list();
+          if (list.length === 2 && list.every((s) => s.status === 'idle')) break;
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        process.stdout.write('ready\\n');
+        setInterval(() => {}, 1000);
+      `;
+      const child = spawn(process.execPath, ['--input-type=module', '-e', program], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      try {
+        await new Promise((resolve, reject) => {
+          child.stdout.on('data', (chunk) => String(chunk).includes('ready') && resolve());
+          child.once('exit', (code) => reject(new Error(`the crashing process exited early (${code})`)));
+        });
+      } finally {
+        child.kill('SIGKILL');
+        await exited;
+      }
+      const provider = kind.make();
+      const exists = (id) => provider.resumeSession({ sessionId: id }).then((session) => session.stop().then(() => true), () => false);
+      assert.equal(await exists('x'), true, 'the crash left the sandbox of x');
+      const errors = [];
+      const sessions = createSessionManager({
+        agent: () => createFakeAgent(),
+        sandboxes: sandboxPerSession({ provider }),
+        store: createSqliteSessionStore({ path }),
+        onError: (error, context) => errors.push({ error, ...context }),
+      });
+      try {
+        const list = await sessions.list();
+        assert.deepEqual(list.map((s) => [s.id, s.status]).sort(), [['x', 'interrupted'], ['y', 'interrupted']]);
+        assert.equal(await exists('x'), false, 'released at start');
+        assert.equal(await exists('y'), false, 'released at start');
+        await sessions.delete('x');
+        await sessions.create({ id: 'x', metadata: {} });
+        await untilStatus(sessions, 'x', 'idle', 60_000);
+        assert.equal((await sessions.close('y')).status, 'closed', 'close() of an interrupted session closes it');
+        assert.deepEqual(errors.filter((e) => e.action !== 'write').map((e) => `${e.action}: ${e.error.message}`), []);
+      } finally {
+        await sessions.delete('x').catch(() => {});
+        await sessions.shutdown();
+      }
+    });
+  }
 });
