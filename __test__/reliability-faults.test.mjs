@@ -295,6 +295,8 @@ describe('what a crash leaves is reclaimed', () => {
       } finally {
         await sessions.delete('x').catch(() => {});
         await sessions.shutdown();
+        // Whatever a failure left behind.
+        for (const id of ['x', 'y']) await provider.resumeSession({ sessionId: id }).then((session) => session.destroy(), () => {});
       }
     });
   }
