@@ -113,6 +113,39 @@ test('an unreadable row is set aside: list() and recovery skip it and report it 
   }
 });
 
+test('a store of your own: a summary of the wrong shape is set aside, reported once, and delete() removes it', async () => {
+  const rows = new Map();
+  const bad = { id: 'bad', status: 'from-a-newer-version', metadata: {}, createdAt: 1, updatedAt: 1, messages: [] };
+  let badDeleted = false;
+  const store = {
+    save: async (record) => void rows.set(record.id, structuredClone(record)),
+    get: async (id) => (id === 'bad' && !badDeleted ? bad : rows.get(id)),
+    list: async () => [...[...rows.values()].map(({ messages, ...summary }) => summary), ...(badDeleted ? [] : [bad])],
+    getResumeState: async () => undefined,
+    delete: async (id) => {
+      if (id === 'bad') badDeleted = true;
+      rows.delete(id);
+    },
+  };
+  const errors = [];
+  const sessions = createSessionManager({ agent: () => createFakeAgent(), sandboxes: testSandboxes(), store, onError: (error, context) => errors.push({ error, ...context }) });
+  try {
+    await sessions.create({ id: 'good', metadata: {} });
+    await untilStatus(sessions, 'good', 'idle');
+    assert.deepEqual((await sessions.list()).map((s) => s.id), ['good']);
+    await sessions.list();
+    const reported = errors.filter((e) => e.sessionId === 'bad');
+    assert.equal(reported.length, 1, 'reported once');
+    assert.equal(reported[0].action, 'read');
+    await assert.rejects(sessions.get('bad'), (error) => SessionError.isInstance(error));
+    await sessions.delete('bad');
+    assert.ok(badDeleted, "the store's delete() was called");
+    assert.equal(await sessions.get('bad'), undefined);
+  } finally {
+    await sessions.shutdown();
+  }
+});
+
 describe('calls that wait on the application are bounded', () => {
   /** An agent whose `stream()` never resolves for the prompt `never`, else the fake agent's. */
   const never = () => {

@@ -167,7 +167,10 @@ impl NativeManager {
             let feeds = Arc::new(Feeds::default());
             let store: Arc<dyn SessionStore> = match store {
                 Some(store) => store.store(),
-                None => Arc::new(JsStore { host: host.clone() }),
+                None => Arc::new(JsStore {
+                    host: host.clone(),
+                    unreadable: Default::default(),
+                }),
             };
             let seams = Seams {
                 agent: Arc::new(JsAgent {

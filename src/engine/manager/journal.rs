@@ -55,6 +55,8 @@ struct State {
     order: HashMap<String, Arc<tokio::sync::Mutex<()>>>,
     next_version: u64,
     retrying: bool,
+    /// The manager shut down: nothing is retried any more (the store may be closed).
+    closed: bool,
 }
 
 impl Journal {
@@ -68,12 +70,17 @@ impl Journal {
     }
 
     /// Writes `record` (with `resume_state` when it is suspended). A failure is reported and kept
-    /// for the retrier: the call itself never fails because the store did.
+    /// for the retrier: the call itself never fails because the store did. Once the manager has
+    /// shut down (and released its store), nothing is written: a turn let go of that wakes late
+    /// must not take the file back.
     pub(crate) async fn write(
         self: &Arc<Self>,
         record: &SessionRecord,
         resume_state: Option<&Value>,
     ) {
+        if lock(&self.state).closed {
+            return;
+        }
         let id = record.summary.id.clone();
         let order = self.order_of(&id);
         {
@@ -185,13 +192,15 @@ impl Journal {
     }
 
     /// Waits until every pending write is written, for `bound` at most; then reports each one
-    /// still pending (its latest state is not in the store), and answers how many.
+    /// still pending (its latest state is not in the store), stops retrying (the manager shuts
+    /// down and its store is released), and answers how many were left.
     pub(crate) async fn flush(&self, bound: Duration) -> usize {
         let deadline = tokio::time::Instant::now() + bound;
         let mut backoff = FIRST_BACKOFF;
         loop {
             self.write_pending().await;
             if lock(&self.state).pending.is_empty() {
+                lock(&self.state).closed = true;
                 return 0;
             }
             if tokio::time::Instant::now() + backoff > deadline {
@@ -205,6 +214,7 @@ impl Journal {
             .iter()
             .map(|(id, pending)| (id.clone(), pending.error.clone()))
             .collect();
+        lock(&self.state).closed = true;
         for (id, error) in &left {
             let error = SessionError::host(format!(
                 "the latest state of session {id} could not be written before the shutdown: {error}"
@@ -219,9 +229,13 @@ impl Journal {
         let mut backoff = FIRST_BACKOFF;
         loop {
             tokio::time::sleep(backoff).await;
+            if lock(&self.state).closed {
+                lock(&self.state).retrying = false;
+                return;
+            }
             self.write_pending().await;
             let mut state = lock(&self.state);
-            if state.pending.is_empty() {
+            if state.pending.is_empty() || state.closed {
                 state.retrying = false;
                 return;
             }

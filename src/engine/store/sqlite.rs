@@ -96,7 +96,7 @@ pub struct SqliteStore {
     /// The connection's thread and the file's lock, while open.
     open: tokio::sync::Mutex<Option<Arc<Opened>>>,
     /// The sessions whose rows could not be read: `list()` skips them, each reported once.
-    unreadable: std::sync::Mutex<Unreadable>,
+    unreadable: super::UnreadableRows,
 }
 
 /// An open store: its thread, and the file's lock, released once the thread has closed the
@@ -146,7 +146,7 @@ impl SqliteStore {
             busy_timeout: options.busy_timeout,
             migrations,
             open: tokio::sync::Mutex::new(None),
-            unreadable: std::sync::Mutex::default(),
+            unreadable: super::UnreadableRows::default(),
         };
         store.worker().await?;
         Ok(store)
@@ -226,28 +226,6 @@ impl SqliteStore {
     }
 }
 
-/// The sessions found unreadable, and whether each was given by `take_unreadable` yet.
-#[derive(Default)]
-struct Unreadable {
-    found: std::collections::HashMap<String, (SessionError, bool)>,
-}
-
-impl SqliteStore {
-    fn unreadable(&self) -> std::sync::MutexGuard<'_, Unreadable> {
-        self.unreadable
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Notes the rows `list()` found unreadable.
-    fn found_unreadable(&self, rows: Vec<(String, SessionError)>) {
-        let mut unreadable = self.unreadable();
-        for (id, error) in rows {
-            unreadable.found.entry(id).or_insert((error, false));
-        }
-    }
-}
-
 /// Whether `error`, from reading a row, says the row is damaged (rather than that the read
 /// failed): the words of the worker's `unreadable()` and of a conversation with a gap.
 fn is_damaged_row(error: &SessionError) -> bool {
@@ -263,7 +241,7 @@ impl SessionStore for SqliteStore {
             .call(|reply| Command::Save(Box::new(save), reply))
             .await?;
         // Written whole: it is readable again.
-        self.unreadable().found.remove(&record.summary.id);
+        self.unreadable.forget(&record.summary.id);
         Ok(())
     }
 
@@ -275,7 +253,7 @@ impl SessionStore for SqliteStore {
             .await;
         if let Err(error) = &got {
             if is_damaged_row(error) {
-                self.found_unreadable(vec![(id.to_owned(), error.clone())]);
+                self.unreadable.note(id, error.clone());
             }
         }
         got
@@ -289,7 +267,9 @@ impl SessionStore for SqliteStore {
             .call(Command::List)
             .await?
             .into_newest_first();
-        self.found_unreadable(unreadable);
+        for (id, error) in unreadable {
+            self.unreadable.note(&id, error);
+        }
         Ok(summaries)
     }
 
@@ -300,24 +280,18 @@ impl SessionStore for SqliteStore {
             .call(Command::ListJson)
             .await?
             .into_newest_first_json()?;
-        self.found_unreadable(unreadable);
+        for (id, error) in unreadable {
+            self.unreadable.note(&id, error);
+        }
         Ok(json)
     }
 
     fn take_unreadable(&self) -> Vec<(String, SessionError)> {
-        let mut unreadable = self.unreadable();
-        let mut fresh = Vec::new();
-        for (id, (error, given)) in unreadable.found.iter_mut() {
-            if !*given {
-                *given = true;
-                fresh.push((id.clone(), error.clone()));
-            }
-        }
-        fresh
+        self.unreadable.take()
     }
 
     fn is_unreadable(&self, id: &str) -> bool {
-        self.unreadable().found.contains_key(id)
+        self.unreadable.contains(id)
     }
 
     async fn get_resume_state(&self, id: &str) -> Result<Option<Value>> {
@@ -336,7 +310,7 @@ impl SessionStore for SqliteStore {
             .await?
             .call(|reply| Command::Delete(id.to_owned(), reply))
             .await?;
-        self.unreadable().found.remove(id);
+        self.unreadable.forget(id);
         Ok(())
     }
 
