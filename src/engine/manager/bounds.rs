@@ -10,6 +10,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::entry::{lock, now_ms, Entry, TurnSlot};
 use super::Inner;
@@ -35,8 +36,17 @@ impl Inner {
         T: Send + 'static,
         F: Future<Output = T> + Send + 'static,
     {
+        self.bounded_for(self.options.wind_down, work).await
+    }
+
+    /// [`Inner::bounded`] with its own bound.
+    pub(super) async fn bounded_for<T, F>(&self, bound: Duration, work: F) -> Option<T>
+    where
+        T: Send + 'static,
+        F: Future<Output = T> + Send + 'static,
+    {
         let task = tokio::spawn(work);
-        match tokio::time::timeout(self.options.wind_down, task).await {
+        match tokio::time::timeout(bound, task).await {
             Ok(Ok(value)) => Some(value),
             Ok(Err(_)) | Err(_) => None,
         }
@@ -44,9 +54,14 @@ impl Inner {
 
     /// The words of a call the application's code did not answer within the bound.
     pub(super) fn no_answer(&self, what: &str) -> SessionError {
+        self.no_answer_within(what, self.options.wind_down)
+    }
+
+    /// [`Inner::no_answer`] with its own bound.
+    pub(super) fn no_answer_within(&self, what: &str, bound: Duration) -> SessionError {
         SessionError::host(format!(
             "{what} did not answer within {} ms: harness-sessions let go of it.",
-            self.options.wind_down.as_millis()
+            bound.as_millis()
         ))
     }
 

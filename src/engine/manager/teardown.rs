@@ -245,11 +245,14 @@ impl Inner {
     pub(super) async fn shutdown(self: &Arc<Self>) -> Result<()> {
         let entries = self.all_entries();
         join_all(entries.iter().map(|entry| self.shut_down_entry(entry))).await;
+        // Stopping every sandbox (one after the other, each with its own stop timeout) gets six
+        // wind-downs: a minute by default.
         let sandboxes = self.seams.sandboxes.clone();
+        let bound = self.options.wind_down * 6;
         let stopped = self
-            .bounded(async move { sandboxes.shutdown().await })
+            .bounded_for(bound, async move { sandboxes.shutdown().await })
             .await
-            .unwrap_or_else(|| Err(self.no_answer("The sandboxes' shutdown()")));
+            .unwrap_or_else(|| Err(self.no_answer_within("The sandboxes' shutdown()", bound)));
         self.journal.flush(self.options.wind_down).await;
         if let Err(error) = self.seams.store.release().await {
             self.seams.hooks.on_error(&error, "write", None);
