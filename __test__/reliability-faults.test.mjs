@@ -41,10 +41,13 @@ describe('one process per SQLite file', () => {
     await sessions.create({ id: 'a', metadata: {} });
     await untilStatus(sessions, 'a', 'idle');
     assert.throws(() => createSqliteSessionStore({ path }), inUse, 'still refused while the manager runs');
+    const second = createSessionManager({ agent: () => createFakeAgent(), sandboxes: testSandboxes(), store: first, onError: () => {} });
+    await assert.rejects(second.list(), (error) => SessionError.isInstance(error) && /in use by another session manager/.test(error.message), 'a second manager on the same store object is refused');
+    assert.equal((await sessions.get('a')).status, 'idle', 'the first one is untouched');
     await sessions.shutdown();
-    const second = createSqliteSessionStore({ path });
-    assert.equal((await second.get('a')).status, 'suspended');
-    await second.close();
+    const reopened = createSqliteSessionStore({ path });
+    assert.equal((await reopened.get('a')).status, 'suspended');
+    await reopened.close();
     const third = createSqliteSessionStore({ path });
     assert.equal((await third.list()).length, 1);
     await third.close();
@@ -162,7 +165,7 @@ describe('calls that wait on the application are bounded', () => {
     const sessions = createSessionManager({
       agent: () => agent,
       sandboxes: testSandboxes(),
-      windDownMs: 300,
+      windDownMs: 1000,
       approve: () => new Promise(() => {}),
       onError: (error, context) => errors.push({ error, ...context }),
     });
@@ -177,7 +180,7 @@ describe('calls that wait on the application are bounded', () => {
     await sessions.interrupt('interrupt');
     const interrupted = await sessions.get('interrupt');
     assert.equal(interrupted.status, 'interrupted');
-    assert.match(interrupted.error, /^The turn was interrupted\. The turn did not wind down within 300 ms/);
+    assert.match(interrupted.error, /^The turn was interrupted\. The turn did not wind down within 1000 ms/);
     assert.equal((await sessions.close('close')).status, 'closed');
     await sessions.interrupt('approve');
     assert.equal((await waiting.done).status, 'interrupted', "the turn's done settles");

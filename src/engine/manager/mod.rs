@@ -118,6 +118,8 @@ pub(crate) struct Inner {
     options: ManagerOptions,
     registry: Mutex<Registry>,
     recovered: OnceCell<()>,
+    /// Whether this manager holds its store's claim.
+    claimed: AtomicBool,
     shut_down: AtomicBool,
     clients_gone: std::sync::atomic::AtomicU64,
 }
@@ -133,6 +135,7 @@ impl SessionManager {
                 options,
                 registry: Mutex::new(Registry::default()),
                 recovered: OnceCell::new(),
+                claimed: AtomicBool::new(false),
                 shut_down: AtomicBool::new(false),
                 clients_gone: std::sync::atomic::AtomicU64::new(0),
             }),
@@ -345,7 +348,16 @@ impl Inner {
             return Err(SessionError::ShutDown);
         }
         self.recovered
-            .get_or_try_init(|| async { self.recover().await })
+            .get_or_try_init(|| async {
+                // Claimed once by this manager, even if the recovery fails and is tried again.
+                if !self.claimed.swap(true, Ordering::SeqCst) {
+                    if let Err(error) = self.seams.store.claim() {
+                        self.claimed.store(false, Ordering::SeqCst);
+                        return Err(error);
+                    }
+                }
+                self.recover().await
+            })
             .await?;
         Ok(())
     }

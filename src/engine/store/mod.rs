@@ -59,6 +59,16 @@ pub trait SessionStore: Send + Sync {
     /// When the write fails.
     async fn delete(&self, id: &str) -> Result<()>;
 
+    /// A manager starts on the store: a store that keeps one manager's sessions only (the SQLite
+    /// store) refuses a second manager while the first runs. [`SessionStore::release`] ends the
+    /// claim. Default: any number of managers.
+    ///
+    /// # Errors
+    /// When another manager holds the store.
+    fn claim(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Lets go of what the store holds (the SQLite store closes its file, and frees it for
     /// another store): the manager's `shutdown()` calls it once every write is done. Later calls
     /// may fail. Default: nothing to let go of.

@@ -97,6 +97,8 @@ pub struct SqliteStore {
     open: tokio::sync::Mutex<Option<Arc<Opened>>>,
     /// The sessions whose rows could not be read: `list()` skips them, each reported once.
     unreadable: super::UnreadableRows,
+    /// Whether a session manager runs on the store.
+    claimed: std::sync::atomic::AtomicBool,
 }
 
 /// An open store: its thread, and the file's lock, released once the thread has closed the
@@ -147,6 +149,7 @@ impl SqliteStore {
             migrations,
             open: tokio::sync::Mutex::new(None),
             unreadable: super::UnreadableRows::default(),
+            claimed: std::sync::atomic::AtomicBool::new(false),
         };
         store.worker().await?;
         Ok(store)
@@ -200,6 +203,8 @@ impl SqliteStore {
     /// # Errors
     /// As [`SqliteStore::close`]; the file is released all the same.
     pub async fn release(&self) -> Result<()> {
+        self.claimed
+            .store(false, std::sync::atomic::Ordering::SeqCst);
         let Some(opened) = self.open.lock().await.take() else {
             return Ok(());
         };
@@ -316,6 +321,17 @@ impl SessionStore for SqliteStore {
 
     async fn release(&self) -> Result<()> {
         SqliteStore::release(self).await
+    }
+
+    fn claim(&self) -> Result<()> {
+        if self.claimed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return Err(SessionError::host(format!(
+                "the sqlite store at {} is in use by another session manager: one manager per \
+                 store; shut the other down first",
+                self.path.display()
+            )));
+        }
+        Ok(())
     }
 }
 
