@@ -144,6 +144,8 @@ impl SessionSandboxes for Arc<Sandboxes> {
 struct Disk {
     inner: MemoryStore,
     full: AtomicBool,
+    /// The metadata of every write the disk took, in order.
+    written: Mutex<Vec<Value>>,
 }
 
 #[async_trait]
@@ -152,6 +154,10 @@ impl SessionStore for Disk {
         if self.full.load(Ordering::SeqCst) {
             return Err(SessionError::host("database or disk is full"));
         }
+        self.written
+            .lock()
+            .unwrap()
+            .push(record.summary.metadata.clone());
         self.inner.save(record, resume_state).await
     }
     async fn get(&self, id: &str) -> Result<Option<SessionRecord>> {
@@ -495,4 +501,24 @@ async fn an_unreadable_row_is_set_aside_and_the_rest_works() {
     f.manager.delete("bad").await.expect("delete removes it");
     assert!(f.manager.get("bad").await.unwrap().is_none());
     f.manager.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_never_writes_over_a_newer_write() {
+    let disk = Arc::new(Disk::default());
+    let f = fixture(disk.clone(), patient());
+    ready(&f.manager, "o").await;
+    disk.full.store(true, Ordering::SeqCst);
+    f.manager.update("o", json!("older")).await.unwrap();
+    disk.full.store(false, Ordering::SeqCst);
+    f.manager.update("o", json!("newer")).await.unwrap();
+    f.manager.shutdown().await.unwrap();
+    let record = disk.inner.get("o").await.unwrap().unwrap();
+    assert_eq!(record.summary.metadata, json!("newer"));
+    let written = disk.written.lock().unwrap().clone();
+    let newer = written.iter().position(|m| *m == json!("newer")).unwrap();
+    assert!(
+        !written[newer..].contains(&json!("older")),
+        "an older write landed after a newer one: {written:?}"
+    );
 }
