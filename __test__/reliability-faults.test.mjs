@@ -174,8 +174,9 @@ describe('calls that wait on the application are bounded', () => {
       await untilStatus(sessions, id, 'idle');
     }
     const waiting = await sessions.send('approve', { message: 'ls, please' });
-    for (const id of ['interrupt', 'close', 'shutdown']) await sessions.send(id, { message: 'never' });
-    await untilStatus(sessions, 'approve', 'busy');
+    // stream() never resolves: send() waits for it until the turn is cut and let go of.
+    const stuck = ['interrupt', 'close', 'shutdown'].map((id) => sessions.send(id, { message: 'never' }).then(() => assert.fail('send() resolved'), (error) => error));
+    for (const id of ['approve', 'interrupt', 'close', 'shutdown']) await untilStatus(sessions, id, 'busy');
 
     await sessions.interrupt('interrupt');
     const interrupted = await sessions.get('interrupt');
@@ -186,6 +187,7 @@ describe('calls that wait on the application are bounded', () => {
     assert.equal((await waiting.done).status, 'interrupted', "the turn's done settles");
     await sessions.shutdown();
     assert.ok(errors.some((e) => e.action === 'turn' && e.sessionId === 'shutdown'), 'the turn let go of is reported');
+    for (const error of await Promise.all(stuck)) assert.ok(SessionError.isInstance(error), String(error));
   });
 
   test('turnTimeoutMs lets go of a turn that never starts', async () => {
@@ -193,8 +195,8 @@ describe('calls that wait on the application are bounded', () => {
     try {
       await sessions.create({ id: 't', metadata: {} });
       await untilStatus(sessions, 't', 'idle');
-      const turn = await sessions.send('t', { message: 'never' });
-      const session = await turn.done;
+      await assert.rejects(sessions.send('t', { message: 'never' }), (error) => SessionError.isInstance(error) && error.status === 'interrupted');
+      const session = await sessions.get('t');
       assert.equal(session.status, 'interrupted');
       assert.match(session.error, /^The turn took too long\./);
     } finally {

@@ -101,7 +101,7 @@ function createSessionManager(given) {
         try {
           listener(event);
         } catch (error) {
-          reportError(error, { action: 'subscribe' });
+          reportError(error, { action: 'listener' });
         }
       }
     },
@@ -156,7 +156,7 @@ function createSessionManager(given) {
   async function startTurn(id, abortSignal, begin) {
     checkId(id);
     need(abortSignal === undefined || abortSignal instanceof AbortSignal, 'abortSignal', 'abortSignal must be an AbortSignal');
-    const turn = turns.open();
+    const turn = turns.open(abortSignal);
     try {
       await holding(begin(turn.turnId));
     } catch (error) {
@@ -164,7 +164,6 @@ function createSessionManager(given) {
       turns.discard(turn, thrown);
       throw thrown;
     }
-    turns.follow(turn, abortSignal);
     return sessionTurn(turn);
   }
 

@@ -12,9 +12,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::entry::{lock, now_ms, Entry, TurnSlot};
+use super::entry::{lock, Entry, Live, Phase, TurnSlot};
 use super::Inner;
 use crate::engine::error::{Result, SessionError};
+use crate::engine::session::lifecycle::Event;
 use crate::engine::session::SessionStatus;
 
 /// Stops the turn timer of a turn when dropped (the turn ended).
@@ -84,14 +85,29 @@ impl Inner {
     }
 
     /// Waits for the turn of `entry`, cut short, to end, within the bound; lets go of it past
-    /// the bound. `reason` is why it was cut.
-    pub(super) async fn wind_down(&self, entry: &Arc<Entry>, reason: &str) {
-        let wait = tokio::time::timeout(
-            self.options.wind_down,
-            self.wait_while(entry, SessionStatus::Busy),
-        );
-        if wait.await.is_err() {
+    /// the bound. `reason` is why it was cut; `turn_over`: wait for the turn to be over (a close
+    /// or a shutdown, for which it writes nothing), else for the session to leave `busy`.
+    pub(super) async fn wind_down(&self, entry: &Arc<Entry>, reason: &str, turn_over: bool) {
+        let bound = self.options.wind_down;
+        let waited = if turn_over {
+            tokio::time::timeout(bound, self.wait_turn_over(entry)).await
+        } else {
+            tokio::time::timeout(bound, self.wait_while(entry, SessionStatus::Busy)).await
+        };
+        if waited.is_err() {
             self.let_go(entry, reason).await;
+        }
+    }
+
+    /// Resolves once the turn in `slot` has been cut short and has had the wind-down bound to
+    /// end: with the reason it was cut. For a turn whose `agent.stream()` does not resolve.
+    pub(super) async fn cut_and_wound_down(&self, slot: &TurnSlot) -> String {
+        loop {
+            if let Some(reason) = slot.cut_reason() {
+                tokio::time::sleep(self.options.wind_down).await;
+                return reason;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
@@ -129,55 +145,52 @@ impl Inner {
     /// documentation.
     pub(super) async fn let_go(&self, entry: &Arc<Entry>, reason: &str) {
         let _command = entry.commands.lock().await;
+        self.let_go_locked(entry, reason).await;
+    }
+
+    /// [`Inner::let_go`], the caller holding the session's command lock. Returns whether there
+    /// was a turn to let go of.
+    pub(super) async fn let_go_locked(&self, entry: &Arc<Entry>, reason: &str) -> bool {
+        let words = format!(
+            "{} The turn did not wind down within {} ms: its harness session was let go.",
+            reason,
+            self.options.wind_down.as_millis()
+        );
         let taken = {
             let mut state = entry.state();
             let busy = state.record.as_ref().map(|r| r.summary.status) == Some(SessionStatus::Busy);
-            match state.turn.clone() {
-                Some(turn) if busy => {
-                    let words = format!(
-                        "{} The turn did not wind down within {} ms: its harness session was let \
-                         go.",
-                        reason,
-                        self.options.wind_down.as_millis()
-                    );
-                    let reply = state.reply.take();
-                    let result = (|| -> Result<()> {
-                        let record = state.record_mut()?;
-                        if let Some((index, reply)) = reply {
-                            let message =
-                                crate::engine::session::StoredMessage::from_value(reply.message());
-                            if index < record.messages.len() {
-                                record.messages[index] = message;
-                            } else {
-                                record.messages.push(message);
-                            }
-                        }
-                        record.summary.pending_input = None;
-                        Ok(())
-                    })();
-                    state.turn = None;
-                    let harness = state.harness.take();
-                    let lease = state.lease.take();
-                    let _ = state.set_status(SessionStatus::Interrupted, now_ms());
-                    let _ = state.set_error(Some(words.clone()));
-                    Some((turn, harness, lease, words, result))
-                }
-                _ => None,
+            if !busy || state.turn().is_none() {
+                None
+            } else {
+                let Phase::Busy(live, turn) = std::mem::replace(&mut state.phase, Phase::Kept)
+                else {
+                    unreachable!("the phase was checked above, under the same lock");
+                };
+                let result = (|| -> Result<()> {
+                    let record = state.record_mut()?;
+                    let message =
+                        crate::engine::session::StoredMessage::from_value(turn.reply.message());
+                    if turn.index < record.messages.len() {
+                        record.messages[turn.index] = message;
+                    } else {
+                        record.messages.push(message);
+                    }
+                    record.summary.pending_input = None;
+                    state.apply(Event::StopFailed)?;
+                    state.set_error(Some(words.clone()))
+                })();
+                Some((turn.slot, live, result))
             }
         };
-        let Some((turn, harness, lease, words, result)) = taken else {
-            return;
+        let Some((slot, Live { harness, lease, .. }, result)) = taken else {
+            return false;
         };
         if let Err(error) = result {
             self.seams.hooks.on_error(&error, "turn", Some(&entry.id));
         }
         tokio::spawn(async move {
-            if let Some(harness) = harness {
-                let _ = harness.destroy().await;
-            }
-            if let Some(lease) = lease {
-                let _ = lease.close().await;
-            }
+            let _ = harness.destroy().await;
+            let _ = lease.close().await;
         });
         self.release_slot(&entry.id);
         self.seams
@@ -189,7 +202,7 @@ impl Inner {
             let id = registry
                 .turns
                 .iter()
-                .find(|(_, t)| t.upgrade().is_some_and(|t| Arc::ptr_eq(&t, &turn)))
+                .find(|(_, t)| t.upgrade().is_some_and(|t| Arc::ptr_eq(&t, &slot)))
                 .map(|(id, _)| *id);
             if let Some(id) = id {
                 registry.turns.remove(&id);
@@ -200,6 +213,7 @@ impl Inner {
             self.seams.clients.finish(turn_id, &summary);
         }
         entry.notify();
+        true
     }
 }
 
@@ -207,7 +221,6 @@ impl Inner {
 pub(super) fn is_current(entry: &Entry, turn: &TurnSlot) -> bool {
     entry
         .state()
-        .turn
-        .as_ref()
-        .is_some_and(|t| std::ptr::eq(Arc::as_ptr(t), turn))
+        .turn()
+        .is_some_and(|t| std::ptr::eq(Arc::as_ptr(&t.slot), turn))
 }

@@ -85,6 +85,10 @@ impl HarnessSession for Harness {
         Ok(Box::new(Deaf))
     }
 
+    async fn has_unfinished_turn(&self) -> Result<bool> {
+        Ok(false)
+    }
+
     async fn stop(&self) -> Result<Value> {
         Ok(json!({"type": "resume-session", "data": {}}))
     }
@@ -402,10 +406,24 @@ async fn close_and_shutdown_return_against_an_agent_that_never_starts_its_turn()
     let f = fixture(Arc::new(MemoryStore::new()), quick());
     ready(&f.manager, "c").await;
     ready(&f.manager, "s").await;
-    f.manager.send("c", send(1, "never")).await.unwrap();
+    // `agent.stream()` never resolves: send() waits for it, until the turn is cut and let go.
+    let manager = f.manager.clone();
+    let stuck = tokio::spawn(async move { manager.send("c", send(1, "never")).await });
+    until("busy", || async {
+        status(&f.manager, "c").await == Some(SessionStatus::Busy)
+    })
+    .await;
     f.manager.send("s", send(2, "deaf")).await.unwrap();
     let closed = f.manager.close("c").await.expect("close returns");
     assert_eq!(closed.status, SessionStatus::Closed);
+    let refused = stuck
+        .await
+        .unwrap()
+        .expect_err("the send let go of is refused");
+    assert!(
+        refused.to_string().contains("did not wind down"),
+        "{refused}"
+    );
     f.manager.shutdown().await.expect("shutdown returns");
     let record = f.manager.inner.journal.get("s").await.unwrap().unwrap();
     assert_eq!(record.summary.status, SessionStatus::Interrupted);
@@ -419,7 +437,8 @@ async fn the_turn_timeout_lets_go_of_a_turn_that_never_ends() {
     };
     let f = fixture(Arc::new(MemoryStore::new()), options);
     ready(&f.manager, "t").await;
-    f.manager.send("t", send(1, "never")).await.unwrap();
+    let refused = f.manager.send("t", send(1, "never")).await;
+    assert!(refused.is_err(), "the send let go of is refused");
     until("let go", || async {
         status(&f.manager, "t").await == Some(SessionStatus::Interrupted)
     })

@@ -32,7 +32,7 @@ use crate::engine::client::TurnClients;
 use crate::engine::error::{Result, SessionError};
 use crate::engine::hooks::{ManagerHooks, SessionEvent};
 use crate::engine::lease::SessionSandboxes;
-use crate::engine::session::lifecycle::{decide, Command, Decision};
+use crate::engine::session::lifecycle::{self, decide, Command, Decision, Event, Input};
 use crate::engine::session::{SessionRecord, SessionStatus, SessionSummary};
 use crate::engine::store::SessionStore;
 
@@ -167,7 +167,7 @@ impl SessionManager {
     pub async fn get(&self, id: &str) -> Result<Option<SessionRecord>> {
         self.inner.ready().await?;
         if let Some(entry) = self.inner.existing(id) {
-            if entry.status().is_some() {
+            if entry.shown_from_memory() {
                 return entry.snapshot().map(Some);
             }
         }
@@ -392,8 +392,10 @@ impl Inner {
         }
     }
 
-    /// Marks `interrupted` the session `id`, found live at start: what it was doing is closed,
-    /// and the sandbox it held is released (`discard`), within the wind-down bound.
+    /// Marks `interrupted` the session `id`, found live at start, whatever it was doing (as the
+    /// reference, even while preparing): the tool calls its reply left open are closed, and the
+    /// sandbox it held is released (`discard`), within the wind-down bound. A row that cannot be
+    /// read is reported and set aside.
     async fn interrupt_left_live(self: &Arc<Self>, id: String) {
         let mut record = match self.journal.get(&id).await {
             Ok(Some(record)) => record,
@@ -406,21 +408,16 @@ impl Inner {
                 return;
             }
         };
-        let error = if record.summary.status == SessionStatus::Preparing {
-            STOPPED_BEFORE_READY
-        } else {
-            STOPPED_WITHOUT_SUSPENDING
-        };
         if let Some(last) = record.messages.last_mut() {
             let mut message = last.to_value();
             if messages::close_dangling_tool_calls(&mut message) {
                 *last = crate::engine::session::StoredMessage::from_value(&message);
             }
         }
-        record.summary.status = SessionStatus::Interrupted;
-        record.summary.error = Some(error.to_owned());
-        record.summary.pending_input = None;
-        record.summary.updated_at = now_ms();
+        if entry::apply(&mut record, Event::FoundLiveAtStart).is_none() {
+            return;
+        }
+        record.summary.error = Some(STOPPED_WITHOUT_SUSPENDING.to_owned());
         self.journal.write(&record, None).await;
         self.discard_bounded(&id).await;
     }
@@ -522,7 +519,7 @@ impl Inner {
         entry.state().record = Some(SessionRecord {
             summary: SessionSummary {
                 id: entry.id.clone(),
-                status: SessionStatus::Preparing,
+                status: lifecycle::NEW,
                 metadata,
                 created_at: now,
                 updated_at: now,
@@ -573,6 +570,16 @@ impl Inner {
         }
     }
 
+    /// Waits, without holding the session's command lock, until no turn is under way.
+    async fn wait_turn_over(&self, entry: &Entry) {
+        let mut changes = entry.watch();
+        while entry.state().turn().is_some() {
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// Waits, without holding the session's command lock, until its status is no longer `status`.
     async fn wait_while(&self, entry: &Entry, status: SessionStatus) {
         let mut changes = entry.watch();
@@ -590,8 +597,8 @@ impl Inner {
         let turn = {
             let state = entry.state();
             match state.record.as_ref().map(|r| r.summary.status) {
-                Some(status) => match decide(status, Command::Interrupt, false) {
-                    Decision::CutTurn => state.turn.clone(),
+                Some(status) => match decide(status, Input::Command(Command::Interrupt)) {
+                    Decision::CutTurn => state.turn().map(|turn| turn.slot.clone()),
                     _ => None,
                 },
                 None => None,
@@ -599,7 +606,7 @@ impl Inner {
         };
         if let Some(turn) = turn {
             turn.cut(reason);
-            self.wind_down(entry, reason).await;
+            self.wind_down(entry, reason, false).await;
         }
         Ok(())
     }
