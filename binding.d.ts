@@ -196,6 +196,11 @@ export declare class NativeStore {
   getResumeState(id: string): Promise<string | null>
   /** `delete(id)`. */
   delete(id: string): Promise<void>
+  /**
+   * `close()`: lets go of the store (the SQLite store closes its file, and frees it for
+   * another store); later calls fail.
+   */
+  close(): Promise<void>
 }
 
 /**

@@ -173,7 +173,13 @@ export declare function createSqliteSessionStore<METADATA = unknown>(options: {
    * 32 bytes, as bytes, 64 hex digits or base64. Default: `HARNESS_SESSIONS_ENCRYPTION_KEY`.
    */
   encryptionKey?: Uint8Array | string;
-}): SessionStore<METADATA>;
+}): SessionStore<METADATA> & {
+  /**
+   * Closes the file and frees it for another store: one open store per file, in any process (a
+   * second one is refused with a `SessionError`). The manager's `shutdown()` closes it too.
+   */
+  close(): Promise<void>;
+};
 
 // ─── Sandboxes ──────────────────────────────────────────────────────────────────────────────────
 
@@ -341,6 +347,12 @@ export interface SessionManagerOptions<METADATA> {
   closeSuspendedAfterMs?: number;
   /** Cut a turn short after this long, in milliseconds. Default: never. */
   turnTimeoutMs?: number;
+  /**
+   * How long `interrupt()`, `close()`, `shutdown()` and `turnTimeoutMs` wait for a turn they cut
+   * short to wind down before letting go of it (its harness session dropped, the session
+   * `interrupted`), and `shutdown()` for writes the store refused. Default: 10,000 ms.
+   */
+  windDownMs?: number;
   /** When every sandbox slot is taken, suspend the session idle the longest. Default: `true`. */
   suspendIdleWhenFull?: boolean;
   /** Answers approvals before anyone sees them; `undefined` leaves one to a person. */

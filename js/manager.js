@@ -27,6 +27,7 @@ const OPTION_NAMES = new Set([
   'idleTimeoutMs',
   'closeSuspendedAfterMs',
   'turnTimeoutMs',
+  'windDownMs',
   'suspendIdleWhenFull',
   'approve',
   'generateId',
@@ -51,7 +52,7 @@ function checkOptions(given) {
   for (const name of ['approve', 'generateId', 'errorMessage', 'onError']) {
     need(options[name] === undefined || typeof options[name] === 'function', name, `${name} must be a function`);
   }
-  for (const name of ['idleTimeoutMs', 'closeSuspendedAfterMs', 'turnTimeoutMs']) checkDuration(options[name], name);
+  for (const name of ['idleTimeoutMs', 'closeSuspendedAfterMs', 'turnTimeoutMs', 'windDownMs']) checkDuration(options[name], name);
   need(
     options.reconnectBufferChunks === undefined ||
       (Number.isInteger(options.reconnectBufferChunks) && options.reconnectBufferChunks >= 0 && options.reconnectBufferChunks <= 0xffffffff),
@@ -127,6 +128,7 @@ function createSessionManager(given) {
     idleTimeoutMs: options.idleTimeoutMs,
     closeSuspendedAfterMs: options.closeSuspendedAfterMs,
     turnTimeoutMs: options.turnTimeoutMs,
+    windDownMs: options.windDownMs,
     suspendIdleWhenFull: options.suspendIdleWhenFull,
     capacity: options.capacity,
     approves: options.approve !== undefined,

@@ -43,6 +43,8 @@ function wrap(nativeStore) {
       checkId(id);
       return call(() => nativeStore.delete(id));
     }),
+    /** Lets go of the store: a SQLite store closes its file, free for another store. */
+    close: () => call(() => nativeStore.close()),
   };
 }
 

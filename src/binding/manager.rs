@@ -32,6 +32,7 @@ struct Options {
     idle_timeout_ms: Option<Value>,
     close_suspended_after_ms: Option<Value>,
     turn_timeout_ms: Option<Value>,
+    wind_down_ms: Option<Value>,
     suspend_idle_when_full: Option<Value>,
     capacity: Option<Value>,
     approves: bool,
@@ -76,6 +77,9 @@ fn read_options(json: &str) -> Result<(ManagerOptions, Option<u32>, bool)> {
                 "suspendIdleWhenFull must be a boolean",
             ))
         }
+    }
+    if let Some(wind_down) = duration(options.wind_down_ms, "windDownMs")? {
+        manager.wind_down = wind_down;
     }
     if let Some(interval) = duration(options.checkpoint_interval_ms, "checkpointIntervalMs")? {
         manager.checkpoint_interval = interval.max(Duration::from_millis(1));
@@ -185,7 +189,10 @@ impl NativeManager {
             let feeds = Arc::new(Feeds::default());
             let store: Arc<dyn SessionStore> = match store {
                 Some(store) => store.store(),
-                None => Arc::new(JsStore { host: host.clone() }),
+                None => Arc::new(JsStore {
+                    host: host.clone(),
+                    unreadable: Default::default(),
+                }),
             };
             let seams = Seams {
                 agent: Arc::new(JsAgent {

@@ -278,6 +278,8 @@ impl ManagerHooks for JsHooks {
 /// A `SessionStore` written in JavaScript.
 pub(crate) struct JsStore {
     pub(crate) host: Arc<Host>,
+    /// The sessions whose summaries `list()` could not read: skipped, each reported once.
+    pub(crate) unreadable: crate::engine::store::UnreadableRows,
 }
 
 fn from_json<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T> {
@@ -292,7 +294,9 @@ impl SessionStore for JsStore {
         if let (Some(state), Some(object)) = (resume_state, payload.as_object_mut()) {
             object.insert("resumeState".into(), state.clone());
         }
-        self.host.call("store.save", payload).await.map(drop)
+        self.host.call("store.save", payload).await?;
+        self.unreadable.forget(&record.summary.id);
+        Ok(())
     }
 
     async fn get(&self, id: &str) -> Result<Option<SessionRecord>> {
@@ -300,12 +304,38 @@ impl SessionStore for JsStore {
         if answer == "null" {
             return Ok(None);
         }
-        from_json(&answer, "a session").map(Some)
+        let record = from_json(&answer, "a session");
+        if let Err(error) = &record {
+            self.unreadable.note(id, error.clone());
+        }
+        record.map(Some)
     }
 
     async fn list(&self) -> Result<Vec<SessionSummary>> {
         let answer = self.host.call_raw("store.list", json!({})).await?;
-        let mut summaries: Vec<SessionSummary> = from_json(&answer, "a list")?;
+        let entries: Vec<Box<serde_json::value::RawValue>> = from_json(&answer, "a list")?;
+        let mut summaries = Vec::with_capacity(entries.len());
+        for entry in entries {
+            match serde_json::from_str::<SessionSummary>(entry.get()) {
+                Ok(summary) => summaries.push(summary),
+                Err(error) => {
+                    // One summary of the wrong shape is set aside, not fatal to the list.
+                    let id = serde_json::from_str::<Value>(entry.get())
+                        .ok()
+                        .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned));
+                    if let Some(id) = id {
+                        let error = SessionError::host(format!(
+                            "the store gave an unreadable session {id}: {error}"
+                        ));
+                        self.unreadable.note(&id, error);
+                    } else {
+                        return Err(SessionError::host(format!(
+                            "the store gave a list with an entry of the wrong shape: {error}"
+                        )));
+                    }
+                }
+            }
+        }
         crate::engine::store::sort_newest_first(&mut summaries);
         Ok(summaries)
     }
@@ -319,10 +349,17 @@ impl SessionStore for JsStore {
     }
 
     async fn delete(&self, id: &str) -> Result<()> {
-        self.host
-            .call("store.delete", json!({ "id": id }))
-            .await
-            .map(drop)
+        self.host.call("store.delete", json!({ "id": id })).await?;
+        self.unreadable.forget(id);
+        Ok(())
+    }
+
+    fn take_unreadable(&self) -> Vec<(String, SessionError)> {
+        self.unreadable.take()
+    }
+
+    fn is_unreadable(&self, id: &str) -> bool {
+        self.unreadable.contains(id)
     }
 }
 

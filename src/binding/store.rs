@@ -134,4 +134,11 @@ impl NativeStore {
     pub async fn delete(&self, id: String) -> napi::Result<()> {
         guard(self.store.delete(&id)).await
     }
+
+    /// `close()`: lets go of the store (the SQLite store closes its file, and frees it for
+    /// another store); later calls fail.
+    #[napi]
+    pub async fn close(&self) -> napi::Result<()> {
+        guard(self.store.release()).await
+    }
 }

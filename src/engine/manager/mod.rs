@@ -7,7 +7,9 @@
 //! failed, interrupted) are not held in memory: the store has them.
 
 pub mod answers;
+mod bounds;
 mod entry;
+mod journal;
 pub mod messages;
 mod slots;
 mod start;
@@ -24,6 +26,7 @@ use serde_json::Value;
 use tokio::sync::OnceCell;
 
 use self::entry::{lock, now_ms, Entry};
+use self::journal::Journal;
 use self::slots::Registry;
 use crate::engine::agent::Agent;
 use crate::engine::client::TurnClients;
@@ -50,6 +53,9 @@ pub struct ManagerOptions {
     pub suspend_idle_when_full: bool,
     /// How often a turn under way writes its reply so far to the store.
     pub checkpoint_interval: Duration,
+    /// How long `interrupt()`, `close()`, `shutdown()` and the turn timeout wait for a turn they
+    /// cut short to wind down (and `shutdown()` for the writes still pending), before letting go.
+    pub wind_down: Duration,
 }
 
 impl Default for ManagerOptions {
@@ -60,6 +66,7 @@ impl Default for ManagerOptions {
             turn_timeout: None,
             suspend_idle_when_full: true,
             checkpoint_interval: Duration::from_millis(500),
+            wind_down: Duration::from_secs(10),
         }
     }
 }
@@ -109,9 +116,12 @@ pub struct SessionManager {
 
 pub(crate) struct Inner {
     seams: Seams,
+    journal: Arc<Journal>,
     options: ManagerOptions,
     registry: Mutex<Registry>,
     recovered: OnceCell<()>,
+    /// Whether this manager holds its store's claim.
+    claimed: AtomicBool,
     shut_down: AtomicBool,
     clients_gone: std::sync::atomic::AtomicU64,
 }
@@ -122,10 +132,12 @@ impl SessionManager {
     pub fn new(seams: Seams, options: ManagerOptions) -> SessionManager {
         SessionManager {
             inner: Arc::new(Inner {
+                journal: Journal::new(seams.store.clone(), seams.hooks.clone()),
                 seams,
                 options,
                 registry: Mutex::new(Registry::default()),
                 recovered: OnceCell::new(),
+                claimed: AtomicBool::new(false),
                 shut_down: AtomicBool::new(false),
                 clients_gone: std::sync::atomic::AtomicU64::new(0),
             }),
@@ -161,7 +173,9 @@ impl SessionManager {
                 return entry.snapshot().map(Some);
             }
         }
-        self.inner.seams.store.get(id).await
+        let record = self.inner.journal.get(id).await;
+        self.inner.report_unreadable();
+        record
     }
 
     /// Every session without its conversation, the most recently updated first.
@@ -170,7 +184,9 @@ impl SessionManager {
     /// When the store fails.
     pub async fn list(&self) -> Result<Vec<SessionSummary>> {
         self.inner.ready().await?;
-        self.inner.seams.store.list().await
+        let summaries = self.inner.journal.list().await;
+        self.inner.report_unreadable();
+        summaries
     }
 
     /// [`SessionManager::list`] as JSON text, written by the store without decoding what it keeps.
@@ -179,7 +195,9 @@ impl SessionManager {
     /// When the store fails.
     pub async fn list_json(&self) -> Result<String> {
         self.inner.ready().await?;
-        self.inner.seams.store.list_json().await
+        let summaries = self.inner.journal.list_json().await;
+        self.inner.report_unreadable();
+        summaries
     }
 
     /// Starts a turn in reply to a user message.
@@ -332,16 +350,27 @@ impl Inner {
             return Err(SessionError::ShutDown);
         }
         self.recovered
-            .get_or_try_init(|| async { self.recover().await })
+            .get_or_try_init(|| async {
+                // Claimed once by this manager, even if the recovery fails and is tried again.
+                if !self.claimed.swap(true, Ordering::SeqCst) {
+                    if let Err(error) = self.seams.store.claim() {
+                        self.claimed.store(false, Ordering::SeqCst);
+                        return Err(error);
+                    }
+                }
+                self.recover().await
+            })
             .await?;
         Ok(())
     }
 
     /// Marks `interrupted` every session a previous process left live, many at a time (a store
-    /// that commits in groups, as the SQLite one does, writes them together).
+    /// that commits in groups, as the SQLite one does, writes them together), and releases the
+    /// sandboxes they held. A row that cannot be read is reported and set aside.
     async fn recover(self: &Arc<Self>) -> Result<()> {
-        use futures::stream::{self, StreamExt, TryStreamExt};
-        let summaries = self.seams.store.list().await?;
+        use futures::stream::{self, StreamExt};
+        let summaries = self.journal.list().await?;
+        self.report_unreadable();
         let mut live = Vec::new();
         for summary in summaries {
             if summary.status == SessionStatus::Suspended {
@@ -353,16 +382,33 @@ impl Inner {
         stream::iter(live)
             .map(|id| self.interrupt_left_live(id))
             .buffer_unordered(RECOVERY_CONCURRENCY)
-            .try_collect::<()>()
-            .await
+            .collect::<()>()
+            .await;
+        Ok(())
+    }
+
+    /// Reports, once each, the sessions the store found unreadable (and set aside).
+    fn report_unreadable(&self) {
+        for (id, error) in self.seams.store.take_unreadable() {
+            self.seams.hooks.on_error(&error, "read", Some(&id));
+        }
     }
 
     /// Marks `interrupted` the session `id`, found live at start, whatever it was doing (as the
-    /// reference, even while preparing); its messages are kept as they are.
-    async fn interrupt_left_live(&self, id: String) -> Result<()> {
-        let store = &self.seams.store;
-        let Some(mut record) = store.get(&id).await? else {
-            return Ok(());
+    /// reference, even while preparing): its messages are kept as they are (a reply it cut
+    /// short marked as cut), and the sandbox it held is released (`discard`), within the wind-down bound. A row that cannot be
+    /// read is reported and set aside.
+    async fn interrupt_left_live(self: &Arc<Self>, id: String) {
+        let mut record = match self.journal.get(&id).await {
+            Ok(Some(record)) => record,
+            Ok(None) => return,
+            Err(error) => {
+                self.report_unreadable();
+                if !self.seams.store.is_unreadable(&id) {
+                    self.seams.hooks.on_error(&error, "read", Some(&id));
+                }
+                return;
+            }
         };
         let error = STOPPED_WITHOUT_SUSPENDING;
         let was_busy = record.summary.status == SessionStatus::Busy;
@@ -376,10 +422,11 @@ impl Inner {
             }
         }
         if entry::apply(&mut record, Event::FoundLiveAtStart).is_none() {
-            return Ok(());
+            return;
         }
         record.summary.error = Some(error.to_owned());
-        store.save(&record, None).await
+        self.journal.write(&record, None).await;
+        self.discard_bounded(&id).await;
     }
 
     /// The session `id` in memory, put there if it is not.
@@ -419,14 +466,13 @@ impl Inner {
         if entry.state().record.is_some() {
             return Ok(());
         }
-        let record =
-            self.seams
-                .store
-                .get(&entry.id)
-                .await?
-                .ok_or_else(|| SessionError::NotFound {
-                    session_id: entry.id.clone(),
-                })?;
+        let record = self
+            .journal
+            .get(&entry.id)
+            .await?
+            .ok_or_else(|| SessionError::NotFound {
+                session_id: entry.id.clone(),
+            })?;
         let mut state = entry.state();
         if state.record.is_none() {
             state.record = Some(record);
@@ -439,7 +485,8 @@ impl Inner {
     async fn save(&self, entry: &Entry, resume_state: Option<&Value>) -> Result<SessionSummary> {
         let _order = entry.saving.lock().await;
         let record = entry.snapshot()?;
-        self.seams.store.save(&record, resume_state).await?;
+        // A failed write is reported and kept to be written again: the manager carries on.
+        self.journal.write(&record, resume_state).await;
         let summary = record.summary;
         self.seams
             .hooks
@@ -462,7 +509,7 @@ impl Inner {
     ) -> Result<SessionSummary> {
         let _command = entry.commands.lock().await;
         if entry.state().record.is_none() {
-            if let Some(existing) = self.seams.store.get(&entry.id).await? {
+            if let Some(existing) = self.journal.get(&entry.id).await? {
                 return Err(SessionError::AlreadyExists {
                     session_id: entry.id.clone(),
                     status: existing.summary.status,
@@ -522,7 +569,7 @@ impl Inner {
     /// The resume state a suspended session keeps, so that a write of its record keeps it too.
     async fn kept_resume_state(&self, entry: &Entry) -> Result<Option<Value>> {
         if entry.status() == Some(SessionStatus::Suspended) {
-            self.seams.store.get_resume_state(&entry.id).await
+            self.journal.get_resume_state(&entry.id).await
         } else {
             Ok(None)
         }
@@ -548,8 +595,9 @@ impl Inner {
         }
     }
 
-    /// `interrupt()`: cuts the turn under way, and waits until it is written.
-    async fn cut_turn(&self, entry: &Entry, reason: &str) -> Result<()> {
+    /// `interrupt()`: cuts the turn under way, and waits until it is written (or lets go of it
+    /// past the wind-down bound).
+    async fn cut_turn(&self, entry: &Arc<Entry>, reason: &str) -> Result<()> {
         self.load(entry).await?;
         let turn = {
             let state = entry.state();
@@ -563,11 +611,13 @@ impl Inner {
         };
         if let Some(turn) = turn {
             turn.cut(reason);
-            self.wait_while(entry, SessionStatus::Busy).await;
+            self.wind_down(entry, reason, false).await;
         }
         Ok(())
     }
 }
 
+#[cfg(test)]
+mod fault_tests;
 #[cfg(test)]
 mod tests;

@@ -265,7 +265,7 @@ impl Inner {
         resuming: bool,
     ) -> Result<()> {
         let resume_state = if resuming {
-            match self.seams.store.get_resume_state(&entry.id).await? {
+            match self.journal.get_resume_state(&entry.id).await? {
                 Some(state) => Some(state),
                 None => {
                     {

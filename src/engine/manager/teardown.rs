@@ -52,9 +52,16 @@ impl Inner {
         entry: &Arc<Entry>,
         error: Option<&str>,
     ) -> Result<SessionSummary> {
-        let live = take_live(entry)?;
-        let resume_state = live.harness.stop().await;
-        if let Err(error) = live.lease.suspend().await {
+        let Live { harness, lease, .. } = take_live(entry)?;
+        let resume_state = self
+            .bounded(async move { harness.stop().await })
+            .await
+            .unwrap_or_else(|| Err(self.no_answer("The harness session's stop()")));
+        let suspended = self
+            .bounded(async move { lease.suspend().await })
+            .await
+            .unwrap_or_else(|| Err(self.no_answer("The sandbox lease's suspend()")));
+        if let Err(error) = suspended {
             self.seams
                 .hooks
                 .on_error(&error, "suspend", Some(&entry.id));
@@ -120,6 +127,9 @@ impl Inner {
         entry: &Arc<Entry>,
     ) -> Result<SessionSummary> {
         loop {
+            // A turn whose `agent.stream()` has not answered holds the command lock: cut it
+            // first, so that it lets go past the wind-down.
+            cut_before_locking(entry, SESSION_CLOSED);
             let command = entry.commands.lock().await;
             self.load(entry).await?;
             let (status, error) = status_and_error(entry)?;
@@ -135,7 +145,7 @@ impl Inner {
                     };
                     turn.cut(SESSION_CLOSED);
                     drop(command);
-                    self.wait_turn_over(entry).await;
+                    self.wind_down(entry, SESSION_CLOSED, true).await;
                 }
                 Decision::CutStartAndClose => {
                     if let Phase::Preparing(start) = &entry.state().phase {
@@ -159,15 +169,26 @@ impl Inner {
                 _ => None,
             }
         };
-        if let Some(live) = live {
-            if let Err(error) = live.harness.destroy().await {
+        if let Some(Live { harness, lease, .. }) = live {
+            let destroyed = self
+                .bounded(async move { harness.destroy().await })
+                .await
+                .unwrap_or_else(|| Err(self.no_answer("The harness session's destroy()")));
+            if let Err(error) = destroyed {
                 self.seams
                     .hooks
                     .on_error(&error, "destroy", Some(&entry.id));
             }
-            if let Err(error) = live.lease.close().await {
+            let closed = self
+                .bounded(async move { lease.close().await })
+                .await
+                .unwrap_or_else(|| Err(self.no_answer("The sandbox lease's close()")));
+            if let Err(error) = closed {
                 self.seams.hooks.on_error(&error, "close", Some(&entry.id));
             }
+        } else if entry.status() == Some(SessionStatus::Interrupted) {
+            // What it held may still be kept (a crash, a stop that failed, a turn let go of).
+            self.discard_bounded(&entry.id).await;
         }
         self.mark_closed(entry).await
     }
@@ -201,11 +222,23 @@ impl Inner {
 
     /// `delete()`: closes the session, then forgets it.
     pub(super) async fn delete(self: &Arc<Self>, entry: &Arc<Entry>) -> Result<()> {
+        if let Err(error) = self.load(entry).await {
+            // A row that cannot be read is removed unread.
+            if !self.seams.store.is_unreadable(&entry.id) {
+                return Err(error);
+            }
+            let _command = entry.commands.lock().await;
+            self.journal.delete(&entry.id).await?;
+            self.seams
+                .hooks
+                .on_event(SessionEvent::Deleted(entry.id.clone()));
+            return Ok(());
+        }
         self.close_command(entry).await?;
         let _command = entry.commands.lock().await;
         {
             let _order = entry.saving.lock().await;
-            self.seams.store.delete(&entry.id).await?;
+            self.journal.delete(&entry.id).await?;
         }
         entry.state().record = None;
         self.seams
@@ -220,11 +253,24 @@ impl Inner {
     pub(super) async fn shutdown(self: &Arc<Self>) -> Result<()> {
         let entries = self.all_entries();
         join_all(entries.iter().map(|entry| self.shut_down_entry(entry))).await;
-        self.seams.sandboxes.shutdown().await
+        // Stopping every sandbox (one after the other, each with its own stop timeout) gets six
+        // wind-downs: a minute by default.
+        let sandboxes = self.seams.sandboxes.clone();
+        let bound = self.options.wind_down * 6;
+        let stopped = self
+            .bounded_for(bound, async move { sandboxes.shutdown().await })
+            .await
+            .unwrap_or_else(|| Err(self.no_answer_within("The sandboxes' shutdown()", bound)));
+        self.journal.flush(self.options.wind_down).await;
+        if let Err(error) = self.seams.store.release().await {
+            self.seams.hooks.on_error(&error, "write", None);
+        }
+        stopped
     }
 
     async fn shut_down_entry(self: &Arc<Self>, entry: &Arc<Entry>) {
         loop {
+            cut_before_locking(entry, APPLICATION_STOPPED);
             let command = entry.commands.lock().await;
             let Some(status) = entry.status() else {
                 return;
@@ -245,7 +291,7 @@ impl Inner {
                     };
                     turn.cut(APPLICATION_STOPPED);
                     drop(command);
-                    self.wait_turn_over(entry).await;
+                    self.wind_down(entry, APPLICATION_STOPPED, true).await;
                 }
                 Decision::CutStart => {
                     if let Phase::Preparing(start) = &entry.state().phase {
@@ -265,6 +311,15 @@ impl Inner {
                 _ => return,
             }
         }
+    }
+}
+
+/// Cuts the turn under way in `entry`, if any, without its command lock: a turn still waiting
+/// for `agent.stream()` holds that lock, and lets go of it once cut and wound down.
+fn cut_before_locking(entry: &Entry, reason: &str) {
+    let turn = entry.state().turn().map(|turn| turn.slot.clone());
+    if let Some(turn) = turn {
+        turn.cut(reason);
     }
 }
 

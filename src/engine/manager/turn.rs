@@ -282,9 +282,26 @@ impl Inner {
             .turns
             .insert(plan.turn_id, Arc::downgrade(&slot));
         let message_id = plan.message_id.clone();
-        let first = self
-            .start_stream(entry, &slot, &plan, plan.input.clone(), false)
-            .await;
+        // Cuts the turn at its timeout, and lets go of it if it does not wind down.
+        let timer = self.arm_turn_timeout(entry, &slot);
+        let first = {
+            let stream = self.start_stream(entry, &slot, &plan, plan.input.clone(), false);
+            tokio::pin!(stream);
+            tokio::select! {
+                first = &mut stream => first,
+                // `agent.stream()` does not resolve, and the turn was cut: let go of it here,
+                // under the command lock this call holds.
+                reason = self.cut_and_wound_down(&slot) => {
+                    self.let_go_locked(entry, &reason).await;
+                    let error = entry.state().record.as_ref().and_then(|r| r.summary.error.clone());
+                    return Err(SessionError::in_status(
+                        &entry.id,
+                        SessionStatus::Interrupted,
+                        error.as_deref(),
+                    ));
+                }
+            }
+        };
         let reports = match first {
             Ok(reports) => reports,
             Err(error) => {
@@ -300,6 +317,7 @@ impl Inner {
         let inner = self.clone();
         let driven = entry.clone();
         tokio::spawn(async move {
+            let _timer = timer;
             let drive = inner.drive(&driven, &slot, plan, reports);
             if let Err(panic) =
                 futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(drive)).await
@@ -602,6 +620,11 @@ impl Inner {
         // that the next message cannot start (and be written) between this status and its write.
         // No command waits for a turn to end while it holds the lock.
         let _command = entry.commands.lock().await;
+        if !super::bounds::is_current(entry, slot) {
+            // Let go of (it did not wind down in time): the session was written without it.
+            lock(&self.registry).turns.remove(&turn_id);
+            return;
+        }
         self.finish_turn(entry, slot, turn_id, read, sent).await;
     }
 

@@ -10,7 +10,7 @@ pub mod sqlite;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::engine::error::Result;
+use crate::engine::error::{Result, SessionError};
 use crate::engine::session::{SessionRecord, SessionSummary};
 
 /// Where sessions are kept: the five methods of the JavaScript `SessionStore`.
@@ -43,11 +43,8 @@ pub trait SessionStore: Send + Sync {
     /// # Errors
     /// When the read fails.
     async fn list_json(&self) -> Result<String> {
-        serde_json::to_string(&self.list().await?).map_err(|e| {
-            crate::engine::error::SessionError::internal(format!(
-                "the list could not be written: {e}"
-            ))
-        })
+        serde_json::to_string(&self.list().await?)
+            .map_err(|e| SessionError::internal(format!("the list could not be written: {e}")))
     }
 
     /// The state session `id` resumes from, kept while it is suspended.
@@ -61,6 +58,83 @@ pub trait SessionStore: Send + Sync {
     /// # Errors
     /// When the write fails.
     async fn delete(&self, id: &str) -> Result<()>;
+
+    /// A manager starts on the store: a store that keeps one manager's sessions only (the SQLite
+    /// store) refuses a second manager while the first runs. [`SessionStore::release`] ends the
+    /// claim. Default: any number of managers.
+    ///
+    /// # Errors
+    /// When another manager holds the store.
+    fn claim(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Lets go of what the store holds (the SQLite store closes its file, and frees it for
+    /// another store): the manager's `shutdown()` calls it once every write is done. Later calls
+    /// may fail. Default: nothing to let go of.
+    ///
+    /// # Errors
+    /// When closing failed (what was written stays written).
+    async fn release(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// The sessions whose rows could not be read, found by `list()` (which skips them) or
+    /// `get()` since the last call, each given once, with why. Default: none.
+    fn take_unreadable(&self) -> Vec<(String, SessionError)> {
+        Vec::new()
+    }
+
+    /// Whether session `id` is known to be unreadable: `delete()` then removes it unread.
+    fn is_unreadable(&self, id: &str) -> bool {
+        let _ = id;
+        false
+    }
+}
+
+/// The sessions a store found unreadable, each given once by
+/// [`SessionStore::take_unreadable`]; forgotten once written whole again or deleted.
+#[derive(Default)]
+pub struct UnreadableRows {
+    found: std::sync::Mutex<std::collections::HashMap<String, (SessionError, bool)>>,
+}
+
+impl UnreadableRows {
+    fn found(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, (SessionError, bool)>> {
+        self.found
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Notes that session `id` could not be read, and why (the first reason stays).
+    pub fn note(&self, id: &str, error: SessionError) {
+        self.found().entry(id.to_owned()).or_insert((error, false));
+    }
+
+    /// Session `id` is readable again (written whole), or gone.
+    pub fn forget(&self, id: &str) {
+        self.found().remove(id);
+    }
+
+    /// Whether session `id` is known to be unreadable.
+    pub fn contains(&self, id: &str) -> bool {
+        self.found().contains_key(id)
+    }
+
+    /// The sessions not given yet, with why.
+    pub fn take(&self) -> Vec<(String, SessionError)> {
+        let mut found = self.found();
+        let mut fresh = Vec::new();
+        for (id, (error, given)) in found.iter_mut() {
+            if !*given {
+                *given = true;
+                fresh.push((id.clone(), error.clone()));
+            }
+        }
+        fresh
+    }
 }
 
 /// Sorts summaries as `list()` gives them: the most recently updated first, ties by id.

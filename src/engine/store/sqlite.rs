@@ -19,8 +19,11 @@
 //! - the resume state has a row only while a save gives one; with an encryption key it is sealed
 //!   (see `seal`), and it never appears in an error message or a log;
 //! - the file is created with mode 0600, the SQLite library is at least 3.51.3, the schema is
-//!   versioned (see `schema`).
+//!   versioned (see `schema`);
+//! - one open store per file: a second one, in this process or another, is refused at once (see
+//!   `lock`); closing the store, dropping it, or the process dying releases the file.
 
+mod lock;
 mod schema;
 mod seal;
 #[cfg(test)]
@@ -29,6 +32,7 @@ mod worker;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -84,11 +88,33 @@ impl fmt::Debug for SqliteStoreOptions {
 ///
 /// Dropping the store lets its thread finish the commands already sent, then joins it (the drop
 /// waits for them); [`SqliteStore::close`] does the same and also checkpoints the WAL, reporting
-/// errors.
+/// errors. [`SqliteStore::release`] closes it through a shared reference: the file is free for
+/// another store, and the next call opens it again (or is refused, if another store holds it).
 pub struct SqliteStore {
     path: PathBuf,
     codec: ResumeStateCodec,
+    busy_timeout: Duration,
+    migrations: Vec<schema::Migration>,
+    /// The connection's thread and the file's lock, while open.
+    open: tokio::sync::Mutex<Option<Arc<Opened>>>,
+    /// The sessions whose rows could not be read: `list()` skips them, each reported once.
+    unreadable: super::UnreadableRows,
+    /// Whether a session manager runs on the store.
+    claimed: std::sync::atomic::AtomicBool,
+}
+
+/// An open store: its thread, and the file's lock, released once the thread has closed the
+/// connection (fields drop in order: the thread is joined first).
+struct Opened {
     worker: WorkerHandle,
+    _lock: lock::FileLock,
+}
+
+impl std::ops::Deref for Opened {
+    type Target = WorkerHandle;
+    fn deref(&self) -> &WorkerHandle {
+        &self.worker
+    }
 }
 
 impl fmt::Debug for SqliteStore {
@@ -118,17 +144,42 @@ impl SqliteStore {
         options: SqliteStoreOptions,
         migrations: Vec<schema::Migration>,
     ) -> Result<Self> {
-        let worker = WorkerHandle::start(OpenParams {
-            path: path.to_owned(),
-            busy_timeout: options.busy_timeout,
-            migrations,
-        })
-        .await?;
-        Ok(Self {
+        let store = Self {
             path: path.to_owned(),
             codec: ResumeStateCodec::new(options.encryption_key.as_ref()),
-            worker,
+            busy_timeout: options.busy_timeout,
+            migrations,
+            open: tokio::sync::Mutex::new(None),
+            unreadable: super::UnreadableRows::default(),
+            claimed: std::sync::atomic::AtomicBool::new(false),
+        };
+        store.worker().await?;
+        Ok(store)
+    }
+
+    /// The open store's thread: opened (the file locked, then the connection opened) when the
+    /// store was released since.
+    ///
+    /// # Errors
+    /// As [`SqliteStore::open`]: the file in use by another store among them.
+    async fn worker(&self) -> Result<Arc<Opened>> {
+        let mut open = self.open.lock().await;
+        if let Some(opened) = open.as_ref() {
+            return Ok(opened.clone());
+        }
+        let lock = lock::FileLock::acquire(&self.path)?;
+        let worker = WorkerHandle::start(OpenParams {
+            path: self.path.clone(),
+            busy_timeout: self.busy_timeout,
+            migrations: self.migrations.clone(),
         })
+        .await?;
+        let opened = Arc::new(Opened {
+            worker,
+            _lock: lock,
+        });
+        *open = Some(opened.clone());
+        Ok(opened)
     }
 
     /// The file the store is kept in.
@@ -143,8 +194,23 @@ impl SqliteStore {
     /// [`SessionError::Host`] when the checkpoint or the close fails (the committed saves are
     /// durable all the same), [`SessionError::Internal`] when the thread had already stopped.
     pub async fn close(self) -> Result<()> {
-        self.worker.call(Command::Close).await
+        self.release().await
         // Dropping `self` joins the thread, which has returned after answering.
+    }
+
+    /// [`SqliteStore::close`] through a shared reference: the file is free for another store
+    /// once the calls under way are answered; the next call opens it again. Releasing a store
+    /// that is not open does nothing.
+    ///
+    /// # Errors
+    /// As [`SqliteStore::close`]; the file is released all the same.
+    pub async fn release(&self) -> Result<()> {
+        self.claimed
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        let Some(opened) = self.open.lock().await.take() else {
+            return Ok(());
+        };
+        opened.call(Command::Close).await
     }
 
     /// Writes many records in one transaction: seeds large stores for tests and measurements.
@@ -154,7 +220,8 @@ impl SqliteStore {
             .iter()
             .map(|record| prepare_save(&self.codec, record, None))
             .collect::<Result<Vec<_>>>()?;
-        self.worker
+        self.worker()
+            .await?
             .call(|reply| Command::SaveMany(saves, reply))
             .await
     }
@@ -162,40 +229,82 @@ impl SqliteStore {
     /// Makes the thread panic, as a bug would; gives the error its caller sees.
     #[cfg(test)]
     async fn panic_worker(&self) -> Result<()> {
-        self.worker.call(Command::Panic).await
+        self.worker().await?.call(Command::Panic).await
     }
+}
+
+/// Whether `error`, from reading a row, says the row is damaged (rather than that the read
+/// failed): the words of the worker's `unreadable()` and of a conversation with a gap.
+fn is_damaged_row(error: &SessionError) -> bool {
+    matches!(error, SessionError::Host { message, .. } if message.starts_with("the sqlite store holds "))
 }
 
 #[async_trait]
 impl SessionStore for SqliteStore {
     async fn save(&self, record: &SessionRecord, resume_state: Option<&Value>) -> Result<()> {
         let save = prepare_save(&self.codec, record, resume_state)?;
-        self.worker
+        self.worker()
+            .await?
             .call(|reply| Command::Save(Box::new(save), reply))
-            .await
+            .await?;
+        // Written whole: it is readable again.
+        self.unreadable.forget(&record.summary.id);
+        Ok(())
     }
 
     async fn get(&self, id: &str) -> Result<Option<SessionRecord>> {
-        self.worker
+        let got = self
+            .worker()
+            .await?
             .call(|reply| Command::Get(id.to_owned(), reply))
-            .await
+            .await;
+        if let Err(error) = &got {
+            if is_damaged_row(error) {
+                self.unreadable.note(id, error.clone());
+            }
+        }
+        got
     }
 
     async fn list(&self) -> Result<Vec<SessionSummary>> {
         // Decoded and sorted here, on the caller's task: see `PackedSummaries`.
-        self.worker.call(Command::List).await?.into_newest_first()
+        let (summaries, unreadable) = self
+            .worker()
+            .await?
+            .call(Command::List)
+            .await?
+            .into_newest_first();
+        for (id, error) in unreadable {
+            self.unreadable.note(&id, error);
+        }
+        Ok(summaries)
     }
 
     async fn list_json(&self) -> Result<String> {
-        self.worker
+        let (json, unreadable) = self
+            .worker()
+            .await?
             .call(Command::List)
             .await?
-            .into_newest_first_json()
+            .into_newest_first_json()?;
+        for (id, error) in unreadable {
+            self.unreadable.note(&id, error);
+        }
+        Ok(json)
+    }
+
+    fn take_unreadable(&self) -> Vec<(String, SessionError)> {
+        self.unreadable.take()
+    }
+
+    fn is_unreadable(&self, id: &str) -> bool {
+        self.unreadable.contains(id)
     }
 
     async fn get_resume_state(&self, id: &str) -> Result<Option<Value>> {
         let stored = self
-            .worker
+            .worker()
+            .await?
             .call(|reply| Command::GetResumeState(id.to_owned(), reply))
             .await?;
         stored
@@ -204,9 +313,27 @@ impl SessionStore for SqliteStore {
     }
 
     async fn delete(&self, id: &str) -> Result<()> {
-        self.worker
+        self.worker()
+            .await?
             .call(|reply| Command::Delete(id.to_owned(), reply))
-            .await
+            .await?;
+        self.unreadable.forget(id);
+        Ok(())
+    }
+
+    async fn release(&self) -> Result<()> {
+        SqliteStore::release(self).await
+    }
+
+    fn claim(&self) -> Result<()> {
+        if self.claimed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return Err(SessionError::host(format!(
+                "the sqlite store at {} is in use by another session manager: one manager per \
+                 store; shut the other down first",
+                self.path.display()
+            )));
+        }
+        Ok(())
     }
 }
 

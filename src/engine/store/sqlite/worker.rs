@@ -32,7 +32,7 @@ use super::schema::{self, Migration};
 use super::seal::StoredResumeState;
 use crate::engine::error::{Result, SessionError};
 use crate::engine::session::StoredMessage;
-use crate::engine::session::{SessionRecord, SessionSummary};
+use crate::engine::session::{SessionRecord, SessionStatus, SessionSummary};
 
 /// Where a command's answer goes.
 pub(super) type Reply<T> = oneshot::Sender<Result<T>>;
@@ -122,37 +122,80 @@ impl PackedSummaries {
 
     /// The summaries, newest first, each decoded once.
     ///
-    /// # Errors
-    /// [`SessionError::Host`] when a row cannot be decoded.
-    pub(super) fn into_newest_first(mut self) -> Result<Vec<SessionSummary>> {
+    /// A row that cannot be decoded is set aside: it is given, with why, in the second list.
+    pub(super) fn into_newest_first(mut self) -> (Vec<SessionSummary>, Vec<Unreadable>) {
         let rows = self.newest_first();
-        rows.iter()
-            .map(|row| decode_summary(self.str(row.id), self.summary(row)?))
-            .collect()
+        let mut summaries = Vec::with_capacity(rows.len());
+        let mut unreadable = Vec::new();
+        for row in &rows {
+            let id = self.str(row.id);
+            match self.summary(row).and_then(|text| decode_summary(id, text)) {
+                Ok(summary) => summaries.push(summary),
+                Err(error) => unreadable.push((id.to_owned(), error)),
+            }
+        }
+        (summaries, unreadable)
     }
 
     /// The summaries as JSON text, in the order of [`PackedSummaries::into_newest_first`],
     /// joined from their stored JSON without decoding them (the whole is checked to be JSON, so
     /// that a damaged row is an error, never a broken list).
     ///
+    /// A row that holds something that is not JSON, or a status this build does not know, is
+    /// set aside: it is given, with why, in the second list.
+    ///
     /// # Errors
-    /// [`SessionError::Host`] when a row holds something that is not JSON.
-    pub(super) fn into_newest_first_json(mut self) -> Result<String> {
+    /// [`SessionError::Host`] when the list could not be written.
+    pub(super) fn into_newest_first_json(mut self) -> Result<(String, Vec<Unreadable>)> {
         let rows = self.newest_first();
         let mut json = String::with_capacity(self.text.len() + rows.len() + 2);
+        let mut unreadable = Vec::new();
         json.push('[');
-        for (index, row) in rows.iter().enumerate() {
-            if index > 0 {
+        let mut first = true;
+        for row in &rows {
+            let id = self.str(row.id);
+            let mark = json.len();
+            if !first {
                 json.push(',');
             }
-            json.push_str(self.summary(row)?);
+            let written = self
+                .summary(row)
+                .and_then(|text| check_summary_json(id, text).map(|()| json.push_str(text)));
+            match written {
+                Ok(()) => first = false,
+                Err(error) => {
+                    json.truncate(mark);
+                    unreadable.push((id.to_owned(), error));
+                }
+            }
         }
         json.push(']');
         // One pass over the whole text: a damaged row is an error here, never a broken list.
         serde_json::from_str::<serde::de::IgnoredAny>(&json).map_err(|_| {
             SessionError::host("the sqlite store holds a damaged summary: list() cannot be written")
         })?;
-        Ok(json)
+        Ok((json, unreadable))
+    }
+}
+
+/// A session whose row could not be read, and why.
+pub(super) type Unreadable = (String, SessionError);
+
+/// Checks a stored summary: JSON, with a status this build knows.
+fn check_summary_json(id: &str, text: &str) -> Result<()> {
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow)]
+        status: std::borrow::Cow<'a, str>,
+    }
+    let probe: Probe<'_> = serde_json::from_str(text).map_err(|_| unreadable(id, "its summary"))?;
+    if SessionStatus::ALL
+        .iter()
+        .any(|known| known.as_str() == probe.status)
+    {
+        Ok(())
+    } else {
+        Err(unreadable(id, "its status"))
     }
 }
 

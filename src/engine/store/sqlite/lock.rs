@@ -1,0 +1,138 @@
+//! One open store per SQLite file: an exclusive `flock` on the database file, held by the store
+//! for as long as it is open.
+//!
+//! Invariants:
+//! - a second store on the same file, in this process or another one, is refused at once (the
+//!   lock is taken without waiting) with an error saying the file is in use;
+//! - the lock belongs to the open file description this module keeps: it is released when the
+//!   store is closed or dropped, and by the kernel when the process dies, however it dies;
+//! - `flock` locks are apart from the POSIX record locks SQLite takes on the same file, so the
+//!   lock never gets in SQLite's way, nor in that of a tool reading the file.
+
+use std::fs::File;
+use std::path::Path;
+
+use crate::engine::error::{Result, SessionError};
+
+/// The exclusive lock a store holds on its file.
+#[derive(Debug)]
+pub(super) struct FileLock {
+    /// Kept open: closing it releases the lock.
+    _file: File,
+}
+
+impl FileLock {
+    /// Opens `path` (creating it with mode 0600 when missing, as the store would) and locks it.
+    ///
+    /// # Errors
+    /// [`SessionError::Host`] naming the path: the file is in use by another open store, or it
+    /// cannot be opened.
+    pub(super) fn acquire(path: &Path) -> Result<FileLock> {
+        let fail = |what: String| {
+            SessionError::host(format!(
+                "could not open the sqlite store at {}: {what}",
+                path.display()
+            ))
+        };
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true).write(true).create(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600).custom_flags(libc::O_CLOEXEC);
+        }
+        let file = options
+            .open(path)
+            .map_err(|err| fail(format!("could not create the file: {err}")))?;
+        lock_exclusive(&file).map_err(|err| {
+            if err.kind() == std::io::ErrorKind::WouldBlock {
+                fail(
+                    "the file is in use by another open sqlite store (in this process or another \
+                     one): one process, one store per file; close or shut down the other first"
+                        .to_owned(),
+                )
+            } else {
+                fail(format!("could not lock the file: {err}"))
+            }
+        })?;
+        Ok(FileLock { _file: file })
+    }
+}
+
+/// Takes `flock(LOCK_EX | LOCK_NB)` on `file`: `WouldBlock` when another open file description
+/// holds it.
+#[cfg(unix)]
+fn lock_exclusive(file: &File) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    loop {
+        // SAFETY: `flock` on a descriptor `file` keeps open for the whole call; no memory is
+        // passed.
+        let result = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if result == 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn lock_exclusive(_file: &File) -> std::io::Result<()> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use tempfile::TempDir;
+
+    use super::super::{SqliteStore, SqliteStoreOptions};
+    use crate::engine::error::SessionError;
+    use crate::engine::store::SessionStore;
+
+    async fn open(path: &std::path::Path) -> crate::engine::error::Result<SqliteStore> {
+        SqliteStore::open(path, SqliteStoreOptions::default()).await
+    }
+
+    fn in_use(result: crate::engine::error::Result<SqliteStore>) -> bool {
+        matches!(result, Err(SessionError::Host { message, .. }) if message.contains("in use"))
+    }
+
+    #[tokio::test]
+    async fn a_second_store_on_the_same_file_is_refused_until_the_first_is_closed() {
+        let dir = TempDir::new().expect("temp dir");
+        let path = dir.path().join("sessions.db");
+        let first = open(&path).await.expect("the first store opens");
+        assert!(in_use(open(&path).await), "a second store is refused");
+        first.release().await.expect("released");
+        first.release().await.expect("releasing twice is fine");
+        let second = open(&path).await.expect("the file is free once released");
+        let refused = first
+            .list()
+            .await
+            .expect_err("the released store cannot take it back");
+        assert!(refused.to_string().contains("in use"), "{refused}");
+        drop(second);
+        assert!(first.list().await.expect("reopened").is_empty());
+        drop(first);
+        let third = open(&path).await.expect("the file is free once dropped");
+        third.close().await.expect("closed");
+        open(&path).await.expect("the file is free once closed");
+    }
+
+    #[tokio::test]
+    async fn a_refused_store_changes_nothing() {
+        let dir = TempDir::new().expect("temp dir");
+        let path = dir.path().join("sessions.db");
+        let first = open(&path).await.expect("the first store opens");
+        let before = std::fs::read(&path).expect("read");
+        assert!(in_use(open(&path).await));
+        assert_eq!(std::fs::read(&path).expect("read"), before);
+        assert!(first
+            .list()
+            .await
+            .expect("the first store still works")
+            .is_empty());
+    }
+}
