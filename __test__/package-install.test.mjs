@@ -144,7 +144,7 @@ export const scripted = createSessionManager({
   sandboxes: sharedSandbox({ open: localSandbox({ root: '/tmp/x' }), ports: [1] }),
 });
 export async function chunks(id: string): Promise<UIMessageChunk[]> {
-  const turn = await fake.send(id, { prompt: 'hi' });
+  const turn = await fake.send(id, { message: 'hi' });
   const out: UIMessageChunk[] = [];
   for await (const chunk of turn.stream) out.push(chunk);
   return out;
