@@ -14,7 +14,10 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { DefaultChatTransport, readUIMessageStream } from 'ai';
-import { background, engineWarnings, freePort, freshApp, nodeBinary, packed, runIn } from './support/packaged.mjs';
+import { packTarballs } from '../scripts/packaging.mjs';
+import { background, engineWarnings, freePort, freshApp, nodeBinary, npmCli, packed, runIn } from './support/packaged.mjs';
+
+const ROOT = new URL('..', import.meta.url).pathname;
 
 const FILES = {
   'next.config.mjs': `// harness-sessions loads a native addon: Node loads it, the bundler leaves it alone.
@@ -108,4 +111,13 @@ test('a Next.js app on the installed package: next build touches no file, next s
   const text = last.parts.filter((part) => part.type === 'text').map((part) => part.text).join('');
   assert.equal(text, 'You said: hello from Next.js', server.output());
   assert.ok(existsSync(join(app.dir, 'data', 'sessions.db')), 'the store, under the server\'s working directory');
+});
+
+test("the demo's install (examples/next-chat, its lock and the tarballs) prints no engine warning on Node 22", () => {
+  packTarballs(join(ROOT, 'pack'));
+  const example = join(ROOT, 'examples', 'next-chat');
+  const install = (node) => runIn(example, node, [npmCli, 'install', '--dry-run', '--no-save', '--no-audit', '--no-fund']).output;
+  assert.deepEqual(engineWarnings(install(nodeBinary(22))), []);
+  // On Node 20, which the README does not ask for, npm warns: the check above can fail.
+  assert.notDeepEqual(engineWarnings(install(nodeBinary(20))), []);
 });

@@ -43,7 +43,8 @@ export function optionalDependencies(pkg = manifest()) {
 
 /**
  * What is out of step between package.json and the npm/ folders: a target without its folder, a
- * folder without its target, a platform package whose name or version is not the main one's.
+ * folder without its target, a platform package whose name or version is not the main one's, the
+ * example depending on tarballs of another version.
  */
 export function versionProblems(pkg = manifest()) {
   const problems = [];
@@ -61,34 +62,66 @@ export function versionProblems(pkg = manifest()) {
     const platformPkg = JSON.parse(readFileSync(file, 'utf8'));
     if (platformPkg.name !== name) problems.push(`npm/${platform} is named ${platformPkg.name}, not ${name}`);
     if (platformPkg.version !== pkg.version) problems.push(`npm/${platform} is at ${platformPkg.version}, not ${pkg.version}`);
-    if (JSON.stringify(platformPkg.engines) !== JSON.stringify(pkg.engines)) problems.push(`npm/${platform}'s engines are not package.json's`);
+  }
+  const example = JSON.parse(readFileSync(examplePackage, 'utf8'));
+  for (const [field, specs] of Object.entries(exampleTarballSpecs(pkg.version))) {
+    for (const [name, spec] of Object.entries(specs)) {
+      if (example[field]?.[name] !== spec) problems.push(`examples/next-chat/package.json: ${field}.${name} is not ${spec}`);
+    }
   }
   return problems;
 }
 
-/** Sets every platform package's version and engines to the main package's. */
+/** The example app, which installs the packed tarballs as its dependencies. */
+const examplePackage = join(root, 'examples', 'next-chat', 'package.json');
+
+/** The example's dependencies on the tarballs of version `version`, as its package.json has them. */
+export function exampleTarballSpecs(version) {
+  return {
+    dependencies: { 'harness-sessions': `file:../../pack/harness-sessions-${version}.tgz` },
+    optionalDependencies: { 'harness-sessions-linux-x64-gnu': `file:../../pack/harness-sessions-linux-x64-gnu-${version}.tgz` },
+  };
+}
+
+/**
+ * Sets every platform package's version to the main package's, and the example's dependencies to
+ * the tarballs of that version. (Their engines differ on purpose: the addon loads on Node 20, and
+ * npm skips an optional dependency whose engines do not fit; the main package asks for Node 22, as
+ * its peers `ai` and `@ai-sdk/harness` do.)
+ */
 export function syncVersions(pkg = manifest()) {
   for (const { dir } of platformPackages(pkg)) {
     const file = join(dir, 'package.json');
     const platformPkg = JSON.parse(readFileSync(file, 'utf8'));
     platformPkg.version = pkg.version;
-    platformPkg.engines = pkg.engines;
     writeFileSync(file, `${JSON.stringify(platformPkg, null, 2)}\n`);
   }
+  const example = JSON.parse(readFileSync(examplePackage, 'utf8'));
+  for (const [field, specs] of Object.entries(exampleTarballSpecs(pkg.version))) Object.assign(example[field], specs);
+  writeFileSync(examplePackage, `${JSON.stringify(example, null, 2)}\n`);
+}
+
+/**
+ * A digest of the contents of `paths` (files, or folders walked in order), their names relative to
+ * `base` included; entries named in `skip` are left out wherever they are.
+ */
+export function digestOf(paths, { base = root, skip = new Set() } = {}) {
+  const hash = createHash('sha256');
+  const add = (path) => {
+    if (!existsSync(path)) return;
+    if (statSync(path).isDirectory()) {
+      for (const entry of readdirSync(path).sort()) if (!skip.has(entry)) add(join(path, entry));
+    } else {
+      hash.update(path.slice(base.length)).update('\0').update(readFileSync(path)).update('\0');
+    }
+  };
+  for (const path of paths) add(path);
+  return hash.digest('hex');
 }
 
 /** A digest of what the addon is built from: the Rust sources, the manifests, the build script. */
 function sourceDigest() {
-  const hash = createHash('sha256');
-  const add = (path) => {
-    if (statSync(path).isDirectory()) {
-      for (const entry of readdirSync(path).sort()) add(join(path, entry));
-    } else {
-      hash.update(path.slice(root.length)).update('\0').update(readFileSync(path)).update('\0');
-    }
-  };
-  for (const path of ['src', 'Cargo.toml', 'Cargo.lock', 'build.rs']) add(join(root, path));
-  return hash.digest('hex');
+  return digestOf(['src', 'Cargo.toml', 'Cargo.lock', 'build.rs'].map((path) => join(root, path)));
 }
 
 /** Where the release addon is kept between runs, with the digest of the sources it was built from. */
@@ -96,12 +129,14 @@ export const releaseDir = join(cache, 'release');
 
 /**
  * The release build of the addon for this machine's platform (`.cache/release/`), built only when
- * the Rust sources changed since the last one: the tests' debug build (the `.node` file at the
- * root) is never used for it. Returns the path of the `.node` file.
+ * the Rust sources changed since the last one (or, with `keep`, only when there is none): the
+ * tests' debug build (the `.node` file at the root) is never used for it. Returns the path of the
+ * `.node` file.
  */
-export function releaseAddon() {
+export function releaseAddon({ keep = false } = {}) {
   const platform = platformOf(TARGET);
   const addon = join(releaseDir, `${manifest().napi.binaryName}.${platform}.node`);
+  if (keep && existsSync(addon)) return addon;
   const stamp = join(releaseDir, 'sources.sha256');
   const digest = sourceDigest();
   if (existsSync(addon) && existsSync(stamp) && readFileSync(stamp, 'utf8') === digest) return addon;
@@ -125,11 +160,11 @@ function npmPack(dir, destination) {
  * `optionalDependencies`, and the package of this machine's platform with the release addon.
  * Returns `{ main, platform }`, their paths.
  */
-export function packTarballs(destination = join(root, 'pack')) {
+export function packTarballs(destination = join(root, 'pack'), { keepAddon = false } = {}) {
   const pkg = manifest();
   const problems = versionProblems(pkg);
-  if (problems.length > 0) throw new Error(`the packages are out of step (npm version fixes it):\n${problems.join('\n')}`);
-  const addon = releaseAddon();
+  if (problems.length > 0) throw new Error(`the packages are out of step (node scripts/version.mjs fixes it):\n${problems.join('\n')}`);
+  const addon = releaseAddon({ keep: keepAddon });
   mkdirSync(destination, { recursive: true });
   const staging = join(cache, 'staging');
   rmSync(staging, { recursive: true, force: true });

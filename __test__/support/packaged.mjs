@@ -7,10 +7,15 @@ import { existsSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } fr
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { cache, nodeBinary, bunBinary } from '../../scripts/lib.mjs';
+import { bunBinary, cache, nodeBinary as fetchNode } from '../../scripts/lib.mjs';
 import { packTarballs } from '../../scripts/packaging.mjs';
 
-export { nodeBinary, bunBinary };
+export { bunBinary };
+
+/** A Node binary of `major`: the machine's when it is that one, else from the npm registry. */
+export function nodeBinary(major) {
+  return process.versions.node.split('.')[0] === String(major) ? process.execPath : fetchNode(major);
+}
 
 /** The npm the machine has, run by another Node (npm checks engines against the Node running it). */
 export const npmCli = (() => {
