@@ -72,6 +72,12 @@ describe('the release workflow and package.json agree', () => {
     assert.ok(extra.some((problem) => /is no target/.test(problem)), extra.join('\n'));
   });
 
+  test('a plain npm pack of the repository is refused: it would give a package without its addon', () => {
+    const { status, output } = runIn(ROOT, 'npm', ['pack', '--dry-run'], { allowFailure: true });
+    assert.notEqual(status, 0, output);
+    assert.match(output, /Run `npm run pack`: it writes the installable tarballs into pack\//);
+  });
+
   test('the README says that only linux-x64-gnu is built and run here', () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
     assert.match(readme, /only\s+`?linux-x64-gnu`?\s+is\s+built\s+and\s+run/i);
