@@ -181,9 +181,10 @@ export declare class NativeStore {
   /** A store in memory. */
   static memory(): NativeStore
   /**
-   * A SQLite store in the file at `path`, created (mode 0600) when missing; resume states are
-   * encrypted with `encryption_key` (32 bytes) when one is given. Opens the file at once, so
-   * that a bad path or an old SQLite fails here.
+   * A SQLite store in the file at `path` (absolute: `index.js` resolves a relative one), opened
+   * at its first use: the file created (mode 0600) when missing, with its missing parent
+   * folders (mode 0700); resume states are encrypted with `encryption_key` (32 bytes) when one
+   * is given. A bad path or an old SQLite fails the first call that uses the store.
    */
   static sqlite(path: string, encryptionKey?: Buffer | undefined | null): NativeStore
   /** `save(record, resumeState?)`, both as JSON. */

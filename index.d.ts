@@ -5,21 +5,27 @@
 import type { HarnessV1NetworkSandboxSession, HarnessV1SandboxProvider } from '@ai-sdk/harness';
 import type { HarnessAgentResumeSessionState } from '@ai-sdk/harness/agent';
 import type {
-  StreamTextResult,
   ToolApprovalResponse,
   ToolResultPart,
-  ToolSet,
   UIMessage,
   UIMessageChunk,
 } from 'ai';
 
 // ─── The agent ──────────────────────────────────────────────────────────────────────────────────
 
-/** A turn's result, whatever the agent's runtime context and output. */
-type AnyStreamTextResult = StreamTextResult<ToolSet, any, any>;
-
-/** What the manager reads of a turn: a `StreamTextResult` is one. */
-export type SessionStreamResult = Pick<AnyStreamTextResult, 'totalUsage' | 'toUIMessageStream'>;
+/**
+ * What the manager reads of a turn's result: a `StreamTextResult` is one, from whichever copy of
+ * `ai` made it. `@ai-sdk/harness` depends on an exact version of `ai`, so an application with
+ * another one has two copies, whose `StreamTextResult` and `UIMessage` types differ: this type
+ * names none of them, so that a `HarnessAgent` is accepted either way.
+ */
+export interface SessionStreamResult {
+  /** The turn's token usage, once it is over. */
+  readonly totalUsage: PromiseLike<unknown>;
+  /** The turn as a stream of UI message chunks. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  toUIMessageStream(options?: any): ReadableStream<unknown>;
+}
 
 /**
  * What the manager needs of a harness session: a `HarnessAgentSession` is one, from any copy of

@@ -8,7 +8,7 @@
  */
 
 const { randomUUID, createHash } = require('node:crypto');
-const native = require('../binding.js');
+const native = require('./native.js');
 const { SessionNotFoundError, translating, fromNative } = require('./errors.js');
 const { need, plain, checkId, checkDuration, json } = require('./input.js');
 const { createHost } = require('./host.js');

@@ -18,7 +18,8 @@
  * files cross from Rust in batches (up to 1 MiB each) and are enqueued into web `ReadableStream`s.
  */
 
-const binding = require('../binding.js');
+const { resolve } = require('node:path');
+const binding = require('./native.js');
 const { translating, SessionInputError } = require('./errors.js');
 
 const { NativeSandboxSession, createDockerSandboxProvider, createLocalSandboxProvider } = binding;
@@ -109,7 +110,8 @@ function dockerSandbox(options) {
 
 /**
  * @typedef {object} LocalSandboxOptions
- * @property {string} root The folder that holds one folder per session (created if missing). Commands run
+ * @property {string} root The folder that holds one folder per session (created at the first session;
+ *   a relative path is resolved against the working directory now). Commands run
  *   on this host as the server's user: the file API is confined to the session's folder, processes are not.
  * @property {number[]} [ports] Ports of each session: this host's, on 127.0.0.1.
  * @property {Record<string, string>} [env] Environment of every command.
@@ -126,6 +128,8 @@ function dockerSandbox(options) {
 function localSandbox(options) {
   checkOptions(options, LOCAL_OPTIONS, 'localSandbox');
   const { name, ...rest } = options ?? {};
+  // A relative root is the working directory's, as with any path a Node API takes.
+  if (typeof rest.root === 'string' && rest.root !== '' && !rest.root.includes('\0')) rest.root = resolve(rest.root);
   const native = translating(() => createLocalSandboxProvider(rest));
   return provider(native, name ?? 'shared');
 }

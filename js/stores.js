@@ -5,7 +5,8 @@
  * manager, given one, uses the native store directly.
  */
 
-const native = require('../binding.js');
+const { resolve } = require('node:path');
+const native = require('./native.js');
 const { fromNative, SessionInputError } = require('./errors.js');
 const { checkId, json: toJson, need, plain } = require('./input.js');
 
@@ -73,8 +74,11 @@ function readKey(key, path) {
 
 /**
  * Sessions kept in a SQLite file, across restarts: WAL, `synchronous=FULL`, the file created with
- * mode 0600, the resume state apart and only while a session is suspended, encrypted when a key
- * is given (`encryptionKey`, else the `HARNESS_SESSIONS_ENCRYPTION_KEY` environment variable).
+ * mode 0600 (its missing parent folders with mode 0700), the resume state apart and only while a
+ * session is suspended, encrypted when a key is given (`encryptionKey`, else the
+ * `HARNESS_SESSIONS_ENCRYPTION_KEY` environment variable). A relative `path` is resolved against
+ * the working directory now; the file is opened at the first use of the store (or of the manager
+ * given it), so that creating one at the top level of a module touches no file.
  */
 function createSqliteSessionStore(options) {
   need(options !== undefined, 'options', 'createSqliteSessionStore() takes { path, encryptionKey? }');
@@ -91,7 +95,7 @@ function createSqliteSessionStore(options) {
         ? null
         : readKey(fromEnvironment, KEY_VARIABLE);
   try {
-    return wrap(native.NativeStore.sqlite(path, key));
+    return wrap(native.NativeStore.sqlite(resolve(path), key));
   } catch (error) {
     throw fromNative(error);
   }

@@ -14,7 +14,7 @@
  * give) is handed over to Rust instead, which then forks, stops and destroys it natively.
  */
 
-const binding = require('../binding.js');
+const binding = require('./native.js');
 const { fromNative, SessionInputError } = require('./errors.js');
 const { isNativeSandboxSession } = require('./sandbox.js');
 const { Handles, ok, failed } = require('./handles.js');

@@ -1,78 +1,84 @@
 // `npm run demo`: the Next.js example (examples/next-chat), built from whatever a fresh clone lacks
-// and started, its URL printed.
+// and started, its URL printed. The example installs harness-sessions as an app does, from the
+// tarballs of `npm run pack`: it runs the release addon, never the tests' debug build.
 //
 // 1. the package's own dependencies (`npm ci`), when node_modules is missing or older than the lock;
-// 2. the native addon (release build), when its .node file is missing or older than src/;
-// 3. the example's dependencies (`npm ci` in examples/next-chat), likewise;
-// 4. the example (`next build`), when .next is missing or older than its sources;
+// 2. the tarballs (`npm run pack`): the release addon is built only when the Rust sources changed;
+// 3. the example's dependencies (`npm install --no-save`, from its lock) when it has none or its
+//    lock changed, then the tarballs when they changed;
+// 4. the example (`next build`) when its sources, its lock or the tarballs changed (digests of
+//    their contents, kept in .next/demo-inputs.sha256: a second run builds nothing);
 // 5. `next start` on `PORT` (default 3000), until Ctrl-C or SIGTERM: the sessions are then suspended
 //    (the example's shutdown handler) and found again at the next start.
 //
 // Environment: PORT; DEMO_DATA_DIR (default examples/next-chat/data: the SQLite file and the
 // sandbox's folders); DEMO_SANDBOX=docker (with DEMO_DOCKER_IMAGE, DOCKER_HOST); ANTHROPIC_API_KEY
-// for Claude Code instead of the scripted agent; DEMO_KEEP_ADDON=1 uses the addon as it is when
-// there is one (to work on the example while the Rust sources change). `--build-only` stops after
-// step 4; `--no-build` skips steps 1 to 4 (the tests build once, then start the server twice).
+// for Claude Code instead of the scripted agent; DEMO_KEEP_ADDON=1 packs the release addon as it
+// is when there is one (to work on the example while the Rust sources change). `--build-only` stops
+// after step 4; `--no-build` skips steps 1 to 4 (the tests build once, then start the server twice).
+//
+// The README asks for Node 22 or 24: the example's dependencies (`ai`, `@ai-sdk/harness`) declare
+// it, and npm prints engine warnings on an older Node.
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { ensureDependencies, root, run } from './lib.mjs';
+import { digestOf, packTarballs } from './packaging.mjs';
 
 const example = join(root, 'examples', 'next-chat');
-const addon = join(root, 'harness-sessions.linux-x64-gnu.node');
 const buildOnly = process.argv.includes('--build-only');
 const noBuild = process.argv.includes('--no-build');
 const port = Number(process.env.PORT ?? 3000);
 const started = Date.now();
 
-/** The latest modification time of `path`, a file or everything under a folder (0 when missing). */
-function newest(path, skip = new Set()) {
-  if (!existsSync(path)) return 0;
-  const stat = statSync(path);
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  let latest = stat.mtimeMs;
-  for (const entry of readdirSync(path)) {
-    if (!skip.has(entry)) latest = Math.max(latest, newest(join(path, entry), skip));
-  }
-  return latest;
-}
-
-const mtime = (path) => (existsSync(path) ? statSync(path).mtimeMs : 0);
-
 const buildId = join(example, '.next', 'BUILD_ID');
 const nextBin = join(example, 'node_modules', 'next', 'dist', 'bin', 'next');
+const installed = join(example, 'node_modules', 'harness-sessions', 'package.json');
+
+/** Whether the digest kept in `stamp` is `digest`. */
+const unchanged = (stamp, digest) => existsSync(stamp) && readFileSync(stamp, 'utf8') === digest;
+const keep = (stamp, digest) => {
+  mkdirSync(join(stamp, '..'), { recursive: true });
+  writeFileSync(stamp, digest);
+};
 
 if (noBuild) {
-  if (!existsSync(addon) || !existsSync(buildId)) {
+  if (!existsSync(installed) || !existsSync(buildId)) {
     console.error('npm run demo --no-build: build first (npm run demo -- --build-only)');
     process.exit(1);
   }
 } else {
-  // 1. The package's dependencies: the `@ai-sdk/harness` and `ai` its `testing` entry point imports.
+  // 1. The package's dependencies: the napi CLI that builds the addon.
   ensureDependencies();
 
-  // 2. The addon.
-  const sources = Math.max(newest(join(root, 'src')), mtime(join(root, 'Cargo.toml')), mtime(join(root, 'Cargo.lock')), mtime(join(root, 'build.rs')));
-  const keep = process.env.DEMO_KEEP_ADDON === '1' && existsSync(addon);
-  if (!keep && (!existsSync(addon) || mtime(addon) < sources)) {
-    run('npx', ['napi', 'build', '--platform', '--release', '--js', 'binding.js', '--dts', 'binding.d.ts']);
-  }
+  // 2. The tarballs, the release addon in the platform's.
+  const tarballs = packTarballs(join(root, 'pack'), { keepAddon: process.env.DEMO_KEEP_ADDON === '1' });
+  const tarballsDigest = digestOf([tarballs.main, tarballs.platform]);
 
-  // 3. The example's dependencies.
+  // 3. The example's dependencies, then the tarballs again when they changed: npm keeps a package
+  // from a tarball at the version it has, whatever the tarball now holds.
   const lock = join(example, 'package-lock.json');
-  const installed = join(example, 'node_modules', '.package-lock.json');
-  if (mtime(installed) < mtime(lock)) {
-    run('npm', ['ci', '--no-audit', '--no-fund'], { cwd: example });
+  const lockDigest = digestOf([lock, join(example, 'package.json')]);
+  const installStamp = join(example, 'node_modules', '.demo-lock.sha256');
+  const tarballStamp = join(example, 'node_modules', '.demo-tarballs.sha256');
+  const npm = ['--no-save', '--no-audit', '--no-fund'];
+  if (!existsSync(installed) || !unchanged(installStamp, lockDigest)) {
+    run('npm', ['install', ...npm], { cwd: example });
+    keep(installStamp, lockDigest);
+  }
+  if (!unchanged(tarballStamp, tarballsDigest)) {
+    run('npm', ['install', ...npm, tarballs.main, tarballs.platform], { cwd: example });
+    keep(tarballStamp, tarballsDigest);
   }
 
-  // 4. The example, when its sources or its dependencies changed. The package itself is loaded by
-  // Node at run time (examples/next-chat/lib/harness-sessions.ts), not bundled: changing it needs
-  // no new build.
+  // 4. The example, when its sources, its dependencies or the package changed.
   const generated = new Set(['node_modules', '.next', 'data', 'next-env.d.ts', 'tsconfig.tsbuildinfo', 'README.md']);
-  const exampleSources = Math.max(newest(example, generated), mtime(installed));
-  if (mtime(buildId) < exampleSources) {
+  const inputs = digestOf([example], { base: example, skip: generated }) + lockDigest + tarballsDigest;
+  const buildStamp = join(example, '.next', 'demo-inputs.sha256');
+  if (!existsSync(buildId) || !unchanged(buildStamp, inputs)) {
     run(process.execPath, [nextBin, 'build'], { cwd: example });
+    keep(buildStamp, inputs);
   }
   console.log(`\nnpm run demo: ready to start in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   if (buildOnly) process.exit(0);

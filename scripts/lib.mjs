@@ -53,7 +53,7 @@ export function bunBinary() {
 /** The target napi builds for: cargo runs for it too, so that every build shares one target dir. */
 export const TARGET = 'x86_64-unknown-linux-gnu';
 
-/** Builds the addon: `release` as it ships (the demo, the benchmark), else the faster dev build. */
+/** Builds the addon at the root: `release` for the benchmark, else the faster dev build the tests load (the demo and the packages take the release build of scripts/packaging.mjs). */
 export function buildAddon({ release = true } = {}) {
   const profile = release ? ['--release'] : [];
   run('npx', ['napi', 'build', '--platform', ...profile, '--target', TARGET, '--js', 'binding.js', '--dts', 'binding.d.ts']);

@@ -1,6 +1,8 @@
 // `npm test`: everything, in order: formatting, lints, the engine's Rust tests, the addon built,
-// the JavaScript tests on Node 20 (the machine's) and Node 24 (from the npm registry), and a type
-// check of a consumer file against index.d.ts with the real `ai` types.
+// the JavaScript tests on Node 20 (the machine's) and Node 24 (from the npm registry), a type
+// check of a consumer file against index.d.ts with the real `ai` types, then, once, the tests of
+// the installable package (__test__/package-*.test.mjs but the boundary's): the release addon
+// packed, installed into fresh apps, run on Node 20, 22, 24 and Bun, and served by Next.js.
 //
 // It starts what the tests need when it can (a Docker Engine and the test image, as root); with
 // HARNESS_SESSIONS_REQUIRE_DOCKER=1 (CI) a Docker test fails rather than skips when there is none.
@@ -24,14 +26,23 @@ run('cargo', ['test', ...cargo, '--no-default-features'], { env });
 buildAddon({ release: false });
 run('git', ['diff', '--exit-code', '--stat', '--', 'binding.js', 'binding.d.ts']);
 const only = process.argv.slice(2);
-const tests = readdirSync(new URL('../__test__/', import.meta.url))
+const all = readdirSync(new URL('../__test__/', import.meta.url))
   .filter((name) => name.endsWith('.test.mjs'))
   .filter((name) => only.length === 0 || only.some((o) => name.includes(o)))
   .sort()
   .map((name) => `__test__/${name}`);
-run(process.execPath, ['--test', '--test-concurrency=1', '--test-timeout=300000', ...tests], { env });
-run(nodeBinary(24), ['--test', '--test-concurrency=1', '--test-timeout=300000', ...tests], { env });
+// The package's end-to-end tests install what they test themselves, on every Node: run once.
+const isPackageTest = (path) => /\/package-(?!boundary)[^/]*\.test\.mjs$/.test(path);
+const tests = all.filter((path) => !isPackageTest(path));
+const packageTests = all.filter(isPackageTest);
+if (tests.length > 0) {
+  run(process.execPath, ['--test', '--test-concurrency=1', '--test-timeout=300000', ...tests], { env });
+  run(nodeBinary(24), ['--test', '--test-concurrency=1', '--test-timeout=300000', ...tests], { env });
+}
 run(process.execPath, ['scripts/typecheck.mjs']);
+if (packageTests.length > 0) {
+  run(process.execPath, ['--test', '--test-concurrency=1', '--test-timeout=900000', ...packageTests], { env });
+}
 console.log(`\nnpm test: everything passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 
 /** Starts a Docker Engine and builds the test image, when this machine allows it (root). */

@@ -8,7 +8,7 @@ import type {
   HarnessV1PendingToolApproval,
   HarnessV1PendingToolResult,
 } from '@ai-sdk/harness';
-import type { HarnessAgentSession } from '@ai-sdk/harness/agent';
+import type { HarnessAgentResumeSessionState, HarnessAgentSession } from '@ai-sdk/harness/agent';
 import type {
   LanguageModelUsage,
   TextStreamPart,
@@ -259,7 +259,8 @@ export interface FakeAgent {
   createSession(options?: {
     sessionId?: string;
     sandboxSession?: unknown;
-    resumeFrom?: FakeResumeState;
+    /** What `stop()` gave; typed as any resume state, so that the agent passes for a `SessionAgent`. */
+    resumeFrom?: FakeResumeState | HarnessAgentResumeSessionState;
     abortSignal?: AbortSignal;
   }): Promise<FakeAgentSession & HarnessAgentSession>;
   stream(options: {

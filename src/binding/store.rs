@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::error::guard;
 use crate::engine::error::SessionError;
 use crate::engine::session::SessionRecord;
+use crate::engine::store::lazy::{LazyStore, OpenStore};
 use crate::engine::store::memory::MemoryStore;
 use crate::engine::store::sqlite::{SqliteStore, SqliteStoreOptions};
 use crate::engine::store::SessionStore;
@@ -49,9 +50,10 @@ impl NativeStore {
         }
     }
 
-    /// A SQLite store in the file at `path`, created (mode 0600) when missing; resume states are
-    /// encrypted with `encryption_key` (32 bytes) when one is given. Opens the file at once, so
-    /// that a bad path or an old SQLite fails here.
+    /// A SQLite store in the file at `path` (absolute: `index.js` resolves a relative one), opened
+    /// at its first use: the file created (mode 0600) when missing, with its missing parent
+    /// folders (mode 0700); resume states are encrypted with `encryption_key` (32 bytes) when one
+    /// is given. A bad path or an old SQLite fails the first call that uses the store.
     #[napi(factory)]
     pub fn sqlite(
         path: String,
@@ -74,9 +76,16 @@ impl NativeStore {
                 encryption_key,
                 ..SqliteStoreOptions::default()
             };
-            let store = napi::bindgen_prelude::block_on(SqliteStore::open(&path, options))?;
+            let path = std::path::PathBuf::from(path);
+            let open: OpenStore = Box::new(move || {
+                let (path, options) = (path.clone(), options.clone());
+                Box::pin(async move {
+                    let store = SqliteStore::open(&path, options).await?;
+                    Ok(Arc::new(store) as Arc<dyn SessionStore>)
+                })
+            });
             Ok(NativeStore {
-                store: Arc::new(store),
+                store: Arc::new(LazyStore::new(open)),
             })
         })
     }

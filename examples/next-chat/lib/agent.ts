@@ -11,8 +11,6 @@
  */
 import { HarnessAgent } from '@ai-sdk/harness/agent';
 
-import { loadTesting } from './harness-sessions';
-
 export type AgentKind = 'scripted' | 'claude-code';
 
 /** Which agent this server runs. */
@@ -43,7 +41,7 @@ async function buildAgent(): Promise<HarnessAgent> {
       permissionMode: 'allow-reads',
     });
   }
-  const { createScriptedHarness } = await loadTesting();
+  const { createScriptedHarness } = await import('harness-sessions/testing');
   return new HarnessAgent({
     harness: createScriptedHarness({ wordDelayMs: Number(process.env.DEMO_WORD_DELAY_MS ?? 40) }),
     permissionMode: 'allow-reads',

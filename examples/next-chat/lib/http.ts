@@ -1,4 +1,4 @@
-import { SessionError } from './harness-sessions';
+import { SessionError } from 'harness-sessions';
 
 /**
  * The response for an error of a route: the package's errors carry their HTTP status

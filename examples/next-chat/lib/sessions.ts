@@ -2,13 +2,19 @@
  * The session manager of this server: one per process, kept on `globalThis` so that every route
  * (each bundled on its own) and a reload of the module in development find the same one.
  */
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 
-import type { NativeSandboxProvider, SessionAgent, SessionManager } from 'harness-sessions';
+import {
+  createSessionManager,
+  createSqliteSessionStore,
+  dockerSandbox,
+  localSandbox,
+  sharedSandbox,
+  type NativeSandboxProvider,
+  type SessionManager,
+} from 'harness-sessions';
 
 import { agentKind, getAgent } from './agent';
-import { createSessionManager, createSqliteSessionStore, dockerSandbox, localSandbox, sharedSandbox } from './harness-sessions';
 import type { Metadata, ServerInfo } from './types';
 
 export type { Metadata };
@@ -51,11 +57,8 @@ interface Server {
 
 function startServer(): Server {
   const dir = dataDir();
-  mkdirSync(dir, { recursive: true });
   const sessions = createSessionManager<Metadata>({
-    // The cast: linked from the repository, the package's types see its own copy of
-    // @ai-sdk/harness, not this app's (one copy once it is installed from the registry).
-    agent: async () => (await getAgent()) as unknown as SessionAgent,
+    agent: () => getAgent(),
     sandboxes: sharedSandbox({ open: openSandbox(), ports: PORTS }),
     // Conversations and, while a session is suspended, the state it resumes from: kept across
     // restarts. Resume states hold secrets (a harness bridge's token): set

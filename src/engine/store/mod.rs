@@ -4,6 +4,7 @@
 //! suspended, the state its harness session resumes from: a secret (it holds the bridge token),
 //! kept apart from the record and never listed.
 
+pub mod lazy;
 pub mod memory;
 pub mod sqlite;
 

@@ -34,6 +34,9 @@ impl FileLock {
                 path.display()
             ))
         };
+        // The file and its missing folders made as the store makes them (0600, 0700).
+        super::schema::create_private_file(path)
+            .map_err(|err| fail(format!("could not create the file: {err}")))?;
         let mut options = std::fs::OpenOptions::new();
         options.read(true).write(true).create(true);
         #[cfg(unix)]

@@ -245,8 +245,22 @@ pub(super) fn open_connection(
     Ok(conn)
 }
 
-/// Creates `path` with mode 0600 if it does not exist; an existing file keeps its mode.
-fn create_private_file(path: &Path) -> std::io::Result<()> {
+/// Creates `path` with mode 0600 if it does not exist, and its missing parent folders with mode
+/// 0700; an existing file or folder keeps its mode.
+pub(super) fn create_private_file(path: &Path) -> std::io::Result<()> {
+    if let Some(parent) = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+    {
+        let mut folders = std::fs::DirBuilder::new();
+        folders.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            folders.mode(0o700);
+        }
+        folders.create(parent)?;
+    }
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]

@@ -576,7 +576,8 @@ async fn another_applications_database_or_a_non_database_is_refused() {
     assert_host_error(&err, "could not open the sqlite store at");
     assert_host_error(&err, "file is not a database");
 
-    let err = open_foreign(&dir.path().join("no-such-dir").join("x.db")).await;
+    // A missing folder is created (mode 0700); one that cannot be, under a file, is refused.
+    let err = open_foreign(&garbage.join("x.db")).await;
     assert_host_error(&err, "could not create the file");
 }
 
