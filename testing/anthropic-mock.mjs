@@ -123,6 +123,9 @@ export async function createAnthropicMock(options = {}) {
     reply(...replies) {
       queue.push(...replies);
     },
+    clearReplies() {
+      return queue.splice(0).length;
+    },
     waitForRequest(predicate = () => true, { timeoutMs = 60_000 } = {}) {
       return new Promise((resolve, reject) => {
         const waiter = {

@@ -365,6 +365,8 @@ export interface AnthropicMock {
   readonly pending: number;
   /** Queues replies for the coming `/v1/messages` requests. */
   reply(...replies: AnthropicMockReplySource[]): void;
+  /** Drops the replies still queued; returns how many there were. */
+  clearReplies(): number;
   /** The first request (answered or being answered) that matches, waiting for it. Default timeout: 60 s. */
   waitForRequest(
     predicate?: (request: AnthropicMockRequest) => boolean,
