@@ -26,7 +26,8 @@ try {
   const before = await sessions.get(config.id);
   const turn = await sessions.send(config.id, { message: userMessage(config.prompt) });
   const { message, session } = await readTurnResponse(turn);
-  result = { before: before?.status, status: session.status, text: textOf(message), messages: session.messages?.length };
+  const full = await sessions.get(config.id);
+  result = { before: before?.status, status: session.status, text: textOf(message), messages: full?.messages?.length };
 } catch (error) {
   result = { error: String(error?.stack ?? error) };
 }
