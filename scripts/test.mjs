@@ -29,8 +29,16 @@ const tests = readdirSync(new URL('../__test__/', import.meta.url))
   .filter((name) => only.length === 0 || only.some((o) => name.includes(o)))
   .sort()
   .map((name) => `__test__/${name}`);
-run(process.execPath, ['--test', '--test-concurrency=1', '--test-timeout=300000', ...tests], { env });
-run(nodeBinary(24), ['--test', '--test-concurrency=1', '--test-timeout=300000', ...tests], { env });
+// The real Claude Code's end-to-end tests run once, on this machine's Node, after the others: they
+// start the real CLI (cached bootstrap, about 300 MB) and are the slowest of all.
+const isClaudeCode = (path) => path.startsWith('__test__/claude-code-');
+const main = tests.filter((path) => !isClaudeCode(path));
+const claudeCode = tests.filter(isClaudeCode);
+if (main.length > 0) {
+  run(process.execPath, ['--test', '--test-concurrency=1', '--test-timeout=300000', ...main], { env });
+  run(nodeBinary(24), ['--test', '--test-concurrency=1', '--test-timeout=300000', ...main], { env });
+}
+if (claudeCode.length > 0) run(process.execPath, ['--test', '--test-concurrency=1', '--test-timeout=600000', ...claudeCode], { env });
 run(process.execPath, ['scripts/typecheck.mjs']);
 console.log(`\nnpm test: everything passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 
@@ -45,6 +53,7 @@ function startDocker(env) {
     const host = /DOCKER_HOST=(\S+)/.exec(out)?.[1];
     if (host) env.DOCKER_HOST = host;
     run('bash', ['scripts/docker/build-test-image.sh'], { env });
+    run('bash', ['scripts/docker/build-claude-code-image.sh'], { env });
   } catch (error) {
     if (env.HARNESS_SESSIONS_REQUIRE_DOCKER === '1') throw error;
     console.log(`\nNo Docker Engine (${error.message}): the Docker tests will skip.`);

@@ -7,7 +7,7 @@ import path from 'node:path';
 
 import type { NativeSandboxProvider, SessionAgent, SessionManager } from 'harness-sessions';
 
-import { agentKind, getAgent } from './agent';
+import { agentKind, CLAUDE_CODE_QUIET_ENV, getAgent } from './agent';
 import { createSessionManager, createSqliteSessionStore, dockerSandbox, localSandbox, sharedSandbox } from './harness-sessions';
 import type { Metadata, ServerInfo } from './types';
 
@@ -32,16 +32,25 @@ const PORTS = [4101, 4102, 4103, 4104];
  * (`sessions/<id>`) and a port of `PORTS` per live session.
  */
 function openSandbox(): NativeSandboxProvider {
+  const claudeCode = agentKind() === 'claude-code';
   if (process.env.DEMO_SANDBOX === 'docker') {
     return dockerSandbox({
-      image: process.env.DEMO_DOCKER_IMAGE ?? 'harness-sessions-test:busybox',
+      // Claude Code needs Node, bash and its bootstrap: scripts/docker/build-claude-code-image.sh.
+      image: process.env.DEMO_DOCKER_IMAGE ?? (claudeCode ? 'harness-sessions-claude-code:latest' : 'harness-sessions-test:busybox'),
       host: process.env.DOCKER_HOST,
       // Host networking, each live session's bridge on its own port of PORTS.
       ports: PORTS,
       namePrefix: 'next-chat-',
+      ...(claudeCode ? { env: CLAUDE_CODE_QUIET_ENV, memory: '2g' } : {}),
     });
   }
-  return localSandbox({ root: path.join(dataDir(), 'sandbox') });
+  const root = path.join(dataDir(), 'sandbox');
+  if (!claudeCode) return localSandbox({ root });
+  // Claude Code on this host: node on the PATH, its own HOME (its conversations are kept under
+  // $HOME/.claude/projects/<working directory>/).
+  const home = path.join(dataDir(), 'home');
+  mkdirSync(home, { recursive: true });
+  return localSandbox({ root, env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: home, ...CLAUDE_CODE_QUIET_ENV } });
 }
 
 interface Server {
