@@ -89,11 +89,15 @@ describe(`the demo on the real Claude Code and the mock model (${inDocker ? 'doc
 
   const screenshot = (name) => page.screenshot({ path: join(shots, `claude-code-${name}.png`) });
   const composer = () => page.getByLabel('Message');
-  const assistant = () => page.locator('.message-assistant').last();
   const settled = () => page.locator('section.chat[data-chat-status="ready"]').waitFor({ timeout: 120_000 });
+  /** Sends `text` and resolves to the assistant message that answers it (a new one). */
   async function send(text) {
+    const before = await page.locator('.message-assistant').count();
     await composer().fill(text);
     await composer().press('Enter');
+    const answer = page.locator('.message-assistant').nth(before);
+    await answer.waitFor();
+    return answer;
   }
 
   before(async () => {
@@ -132,31 +136,33 @@ describe(`the demo on the real Claude Code and the mock model (${inDocker ? 'doc
     await page.getByRole('button', { name: 'New conversation' }).click();
     await page.waitForURL((url) => url.pathname.startsWith('/c/'));
     await composer().waitFor();
-    await send('Hello Claude');
-    await assistant().getByText(/answering through a mock model/).waitFor();
+    const answer = await send('Hello Claude');
+    await answer.getByText(/answering through a mock model/).waitFor();
+    await answer.getByText(/You said: Hello Claude\./).waitFor();
     await settled();
     await screenshot('text');
   });
 
   it('writes a file after its approval, and reads it back', async () => {
-    await send('Write hello.txt saying hi');
-    const approve = page.getByRole('button', { name: 'Approve' });
+    const answer = await send('Write hello.txt saying hi');
+    const approve = answer.getByRole('button', { name: 'Approve' });
     await approve.waitFor();
     await screenshot('approval');
     await approve.click();
-    await assistant().getByText('hello.txt is there, and says: hi from Claude Code').waitFor();
+    await answer.getByText('hello.txt is there, and says: hi from Claude Code', { exact: true }).waitFor();
     await settled();
     await screenshot('written');
   });
 
   it('runs a command after its approval', async () => {
-    await send('What is in this folder?');
-    const approve = page.getByRole('button', { name: 'Approve' });
+    const answer = await send('What is in this folder?');
+    const approve = answer.getByRole('button', { name: 'Approve' });
     await approve.waitFor();
     await approve.click();
-    await assistant().getByText(/printed:/).waitFor();
+    await answer.getByText(/ran: \d+ lines of output/).waitFor();
     await settled();
-    await assistant().getByText(/hello\.txt/).first().waitFor();
+    // The listing the command printed has the file the previous turn wrote.
+    await answer.locator('pre', { hasText: 'hello.txt' }).first().waitFor();
     await screenshot('command');
     assert.deepEqual(pageErrors, []);
   });

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { now } from './stats.mjs';
 import { loadPackage, loadTesting, repoRoot, statusWaiter, userMessage } from './support.mjs';
 import { skippedRow, timeRow } from './report.mjs';
-import { BOOTSTRAP_DIR, seedLocalBootstrap } from '../scripts/claude-code-bootstrap.mjs';
+import { BOOTSTRAP_DIR, pnpmCli, seedLocalBootstrap } from '../scripts/claude-code-bootstrap.mjs';
 
 export const title = 'The real Claude Code: ready, first chunk, resume';
 
@@ -110,7 +110,9 @@ export async function run({ quick, log }) {
       },
       provider: async (cached) => {
         if (!cached) rmSync(BOOTSTRAP_DIR, { recursive: true, force: true });
-        return pkg.localSandbox({ root: join(scratch, `local-${randomUUID().slice(0, 8)}`), ports: [await freePort()], env: { ...env, HOME: home, PATH: process.env.PATH } });
+        // pnpm on the PATH: the harness's own bootstrap runs it on this host when nothing is cached.
+        const path = `${join(pnpmCli(), '..', '..', '..', '.bin')}:${process.env.PATH}`;
+        return pkg.localSandbox({ root: join(scratch, `local-${randomUUID().slice(0, 8)}`), ports: [await freePort()], env: { ...env, HOME: home, PATH: path } });
       },
     },
     docker: {

@@ -37,7 +37,8 @@ const textOf = (content: unknown): string =>
 
 /** The reply to one request of the CLI. */
 export function reply(request: AnthropicMockRequest): AnthropicMockReply {
-  const messages: Message[] = request.body?.messages ?? [];
+  // The conversation: the CLI also sends messages of its own (role `system`: the agents it has).
+  const messages: Message[] = (request.body?.messages ?? []).filter((m: Message) => m.role === 'user' || m.role === 'assistant');
   // Requests without tools are the CLI's own side questions (a title, say): a short answer.
   if (!Array.isArray(request.body?.tools) || request.body.tools.length === 0) return { text: 'Harness Chat' };
   const last = messages.at(-1);
@@ -52,14 +53,22 @@ export function reply(request: AnthropicMockRequest): AnthropicMockReply {
       return { text: 'Written. Reading it back:', toolUse: { name: 'Read', input: { file_path: `${folder}/hello.txt` } } };
     }
     if (use?.name === 'Read') {
-      const content = output.replace(/^\s*\d+\s*[\t→]/gm, '').trim();
+      // The CLI numbers the lines it read: `     1\thi`.
+      const content = output
+        .split('\n')
+        .map((line) => line.replace(/^\s*\d+(?:[\t→]|$)/, ''))
+        .join('\n')
+        .trim();
       return { text: `hello.txt is there, and says: ${content}` };
     }
-    if (use?.name === 'Bash') return { text: `\`${command}\` printed:\n\n\`\`\`\n${output}\n\`\`\`` };
+    if (use?.name === 'Bash') {
+      const lines = output === '' ? 0 : output.split('\n').length;
+      return { text: `\`${command}\` ran: ${lines} line${lines === 1 ? '' : 's'} of output, in the card above.` };
+    }
     return { text: 'Done.' };
   }
   const said = blocks(last)
-    .filter((b) => b.type === 'text' && !String(b.text).trimStart().startsWith('<system-reminder>'))
+    .filter((b) => b.type === 'text' && !String(b.text).includes('<system-reminder>'))
     .map((b) => b.text)
     .join(' ')
     .trim();
