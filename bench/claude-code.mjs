@@ -9,7 +9,8 @@
 // - `send()` on an idle session to the first `text-delta` (the CLI asked the mock and streamed);
 // - a resume: `send()` on a suspended session to the first `text-delta`.
 //
-// Each backend is measured when it can run here: Docker needs an engine (its images are built
+// BENCH_CLAUDE_CODE_BACKENDS=docker (or local) measures one backend only. Each backend is measured
+// when it can run here: Docker needs an engine (its images are built
 // when missing), and either backend that fails to start a session is reported skipped with the
 // reason, never failing `npm run bench`.
 import { randomUUID } from 'node:crypto';
@@ -112,7 +113,8 @@ export async function run({ quick, log }) {
         if (!cached) rmSync(BOOTSTRAP_DIR, { recursive: true, force: true });
         // pnpm on the PATH: the harness's own bootstrap runs it on this host when nothing is cached.
         const path = `${join(pnpmCli(), '..', '..', '..', '.bin')}:${process.env.PATH}`;
-        return pkg.localSandbox({ root: join(scratch, `local-${randomUUID().slice(0, 8)}`), ports: [await freePort()], env: { ...env, HOME: home, PATH: path } });
+        const proxies = cached ? env : { ...env, ...catcher.proxyEnv({ noProxy: ['127.0.0.1', 'localhost', 'registry.npmjs.org'] }) };
+        return pkg.localSandbox({ root: join(scratch, `local-${randomUUID().slice(0, 8)}`), ports: [await freePort()], env: { ...proxies, HOME: home, PATH: path } });
       },
     },
     docker: {
@@ -128,14 +130,17 @@ export async function run({ quick, log }) {
           host,
           namePrefix: `hs-bench-cc-${process.pid}-`,
           ports: [await freePort()],
-          env,
+          // Uncached, the harness's bootstrap runs pnpm in the container: the npm registry past the catcher.
+          env: cached ? env : { ...env, ...catcher.proxyEnv({ noProxy: ['127.0.0.1', 'localhost', 'registry.npmjs.org'] }) },
           memory: '2g',
         }),
     },
   };
 
   try {
+    const only = process.env.BENCH_CLAUDE_CODE_BACKENDS?.split(',');
     for (const [name, backend] of Object.entries(backends)) {
+      if (only && !only.includes(name)) continue;
       const problem = await backend.available().catch((error) => error.message);
       if (problem) {
         log(`  ${name}: skipped: ${problem}`);

