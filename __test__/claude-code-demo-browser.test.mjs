@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { seedLocalBootstrap } from '../scripts/claude-code-bootstrap.mjs';
 import { freePort } from './support/claude-code.mjs';
-import { dockerHost, dockerProblem } from './support/docker.mjs';
+import { dockerHost, dockerProblem, removeContainers } from './support/docker.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const example = join(root, 'examples', 'next-chat');
@@ -22,6 +22,8 @@ const shots = join(root, 'artifacts', 'screenshots');
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const inDocker = dockerProblem === undefined;
+/** The start of the name of this run's container, removed at the end (the demo leaves it running). */
+const prefix = `hs-ccdemo-${process.pid}-`;
 
 function ensureChromium() {
   if (existsSync(CHROMIUM)) return;
@@ -36,7 +38,7 @@ function ensureChromium() {
 function startDemo({ port, dataDir, log }) {
   const env = { ...process.env, PORT: String(port), DEMO_DATA_DIR: dataDir, DEMO_AGENT: 'claude-code', NEXT_TELEMETRY_DISABLED: '1' };
   delete env.ANTHROPIC_API_KEY;
-  if (inDocker) Object.assign(env, { DEMO_SANDBOX: 'docker', DOCKER_HOST: dockerHost });
+  if (inDocker) Object.assign(env, { DEMO_SANDBOX: 'docker', DOCKER_HOST: dockerHost, DEMO_DOCKER_NAME_PREFIX: prefix });
   else delete env.DEMO_SANDBOX;
   const child = spawn(process.execPath, [join(root, 'scripts', 'demo.mjs'), '--no-build'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   child.stdout.pipe(log, { end: false });
@@ -125,6 +127,7 @@ describe(`the demo on the real Claude Code and the mock model (${inDocker ? 'doc
   after(async () => {
     await context?.close().catch(() => {});
     if (server !== undefined) await stopDemo(server);
+    if (inDocker) await removeContainers(prefix);
     log.end();
     rmSync(profile, { recursive: true, force: true });
     rmSync(data, { recursive: true, force: true });

@@ -114,7 +114,9 @@ export async function run({ quick, log }) {
         // pnpm on the PATH: the harness's own bootstrap runs it on this host when nothing is cached.
         const path = `${join(pnpmCli(), '..', '..', '..', '.bin')}:${process.env.PATH}`;
         const proxies = cached ? env : { ...env, ...catcher.proxyEnv({ noProxy: ['127.0.0.1', 'localhost', 'registry.npmjs.org'] }) };
-        return pkg.localSandbox({ root: join(scratch, `local-${randomUUID().slice(0, 8)}`), ports: [await freePort()], env: { ...proxies, HOME: home, PATH: path } });
+        // The CA bundle of this host too, when Node is told of one (a registry behind a TLS proxy).
+        const ca = process.env.NODE_EXTRA_CA_CERTS ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS } : {};
+        return pkg.localSandbox({ root: join(scratch, `local-${randomUUID().slice(0, 8)}`), ports: [await freePort()], env: { ...proxies, ...ca, HOME: home, PATH: path } });
       },
     },
     docker: {

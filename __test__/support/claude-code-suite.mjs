@@ -13,7 +13,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { seedLocalBootstrap } from '../../scripts/claude-code-bootstrap.mjs';
-import { dockerHost, dockerSkipFor, engine } from './docker.mjs';
+import { dockerHost, dockerSkipFor, engine, removeContainers } from './docker.mjs';
 import { freePort, startClaudeCodeWorld, until } from './claude-code.mjs';
 
 const require = createRequire(import.meta.url);
@@ -51,6 +51,8 @@ export async function claudeCodeSuite(kind) {
   const scratch = mkdtempSync(join(tmpdir(), `hs-cc-${kind}-`));
   const managers = [];
   let counter = 0;
+  // This run's containers: removed at the end, whatever a failed test or a shared sandbox left.
+  const containerPrefix = `hs-cctest-${process.pid}-`;
   const suite = {
     kind,
     skip,
@@ -61,7 +63,7 @@ export async function claudeCodeSuite(kind) {
     /** The options of a sandbox provider with `ports`, as a child process can rebuild it. */
     providerConfig(ports, name) {
       if (kind === 'docker') {
-        return { docker: { image, host: dockerHost, namePrefix: 'hs-cctest-', ports, env: suite.world.env, memory: '2g', ...(name ? { name } : {}) } };
+        return { docker: { image, host: dockerHost, namePrefix: containerPrefix, ports, env: suite.world.env, memory: '2g', ...(name ? { name } : {}) } };
       }
       const home = join(scratch, 'home');
       mkdirSync(home, { recursive: true });
@@ -125,6 +127,7 @@ export async function claudeCodeSuite(kind) {
   });
   after(async () => {
     await Promise.allSettled(managers.map((m) => m.shutdown()));
+    if (kind === 'docker' && skip === false) await removeContainers(containerPrefix).catch(() => {});
     await suite.world?.close();
     rmSync(scratch, { recursive: true, force: true });
   });

@@ -40,7 +40,7 @@ function openSandbox(): NativeSandboxProvider {
       host: process.env.DOCKER_HOST,
       // Host networking, each live session's bridge on its own port of PORTS.
       ports: PORTS,
-      namePrefix: 'next-chat-',
+      namePrefix: process.env.DEMO_DOCKER_NAME_PREFIX ?? 'next-chat-',
       ...(claudeCode ? { env: CLAUDE_CODE_QUIET_ENV, memory: '2g' } : {}),
     });
   }
@@ -50,7 +50,8 @@ function openSandbox(): NativeSandboxProvider {
   // $HOME/.claude/projects/<working directory>/).
   const home = path.join(dataDir(), 'home');
   mkdirSync(home, { recursive: true });
-  return localSandbox({ root, env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: home, ...CLAUDE_CODE_QUIET_ENV } });
+  const ca = process.env.NODE_EXTRA_CA_CERTS ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS } : {};
+  return localSandbox({ root, env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: home, ...ca, ...CLAUDE_CODE_QUIET_ENV } });
 }
 
 interface Server {
