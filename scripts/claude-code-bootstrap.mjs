@@ -115,8 +115,9 @@ export async function seedLocalBootstrap(target = BOOTSTRAP_DIR, options = {}) {
   return 'seeded';
 }
 
+/** Runs a command, its output on stderr: stdout is this script's answer (`dir=`, `marker=`). */
 function exec(command, args, options = {}) {
-  const result = spawnSync(command, args, { stdio: ['ignore', 'inherit', 'inherit'], ...options });
+  const result = spawnSync(command, args, { stdio: ['ignore', 2, 2], ...options });
   if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${result.status ?? result.signal})`);
 }
 
