@@ -50,7 +50,7 @@ function openSandbox(): NativeSandboxProvider {
   // $HOME/.claude/projects/<working directory>/).
   const home = path.join(dataDir(), 'home');
   mkdirSync(home, { recursive: true });
-  const ca = process.env.NODE_EXTRA_CA_CERTS ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS } : {};
+  const ca: Record<string, string> = process.env.NODE_EXTRA_CA_CERTS ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS } : {};
   return localSandbox({ root, env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: home, ...ca, ...CLAUDE_CODE_QUIET_ENV } });
 }
 
