@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { SessionConflictError, SessionInputError } from '../index.js';
 import { forkingSandboxes, scriptedAgent } from './support/harness.mjs';
 import { createFakeAgent, readTurn, testManager, untilStatus } from './support/sessions.mjs';
-import { createSessionManager } from '../index.js';
+import { createMemorySessionStore, createSessionManager } from '../index.js';
 
 const WAITS = 'The session waits for input: answer it with continue() first.';
 const NO_ANSWER = 'continue() carries no answer to what the session waits for.';
@@ -66,13 +66,13 @@ describe('a turn that pauses (fake agent)', () => {
     assert.equal(second.session.status, 'idle');
     const continued = agent.calls.find((c) => c.method === 'continueStream');
     assert.deepEqual(continued.options.toolApprovalContinuations, [
-      { type: 'tool-approval-response', approvalId: approval.approvalId, approved: false, reason: 'The tool call was denied.' },
-    ]);
+      { type: 'tool-approval-response', approvalId: approval.approvalId, approved: false },
+    ], 'a denial without a reason reaches the agent without one');
     const record = await sessions.get('p');
     assert.equal(record.messages.length, 2, 'one user message, one assistant message');
     const part = record.messages[1].parts.find((p) => p.type === 'tool-bash');
     assert.equal(part.state, 'approval-responded');
-    assert.deepEqual(part.approval, { id: approval.approvalId, approved: false, reason: 'The tool call was denied.' });
+    assert.deepEqual(part.approval, { id: approval.approvalId, approved: false });
     await conflict(sessions.continue('p', { toolApprovalContinuations: [approve(approval)] }), 'idle', NO_INPUT);
     await sessions.shutdown();
   });
@@ -130,21 +130,34 @@ describe('a turn that pauses (fake agent)', () => {
     }
   });
 
-  test('suspended while it waits, it keeps what it waits for; continue() resumes it', async () => {
-    const { sessions, agent } = testManager({ fakeAgent: pausing() });
+  test('suspended while it waits: resumed without the paused turn, a message refused, continue() tells the answers in words', async () => {
+    const store = createMemorySessionStore();
+    const { sessions, agent } = testManager({ fakeAgent: pausing(), store });
     await sessions.create({ id: 's', metadata: {} });
     const first = await readTurn(await sessions.send('s', { message: 'clean up' }));
     const suspended = await sessions.suspend('s');
     assert.equal(suspended.status, 'suspended');
     assert.deepEqual(suspended.pendingInput, first.session.pendingInput);
-    await conflict(sessions.send('s', { message: 'hi' }), 'suspended', WAITS);
-    const { session } = await readTurn(
+    const kept = await store.getResumeState('s');
+    assert.ok(kept.continueFrom, 'the store keeps the paused turn');
+    // A message resumes the session first, then is refused: it still waits for its answers.
+    await conflict(sessions.send('s', { message: 'hi' }), 'awaiting-input', WAITS);
+    const resumed = agent.calls.filter((c) => c.method === 'createSession').at(-1);
+    assert.equal(resumed.options.resumeFrom.continueFrom, undefined, 'the agent resumes without the paused turn');
+    const live = await sessions.get('s');
+    assert.equal(live.status, 'awaiting-input');
+    assert.deepEqual(live.pendingInput, first.session.pendingInput);
+    const { session, chunks } = await readTurn(
       await sessions.continue('s', { toolApprovalContinuations: [approve(first.session.pendingInput.approvals[0])] }),
     );
     assert.equal(session.status, 'idle');
-    const resumed = agent.calls.filter((c) => c.method === 'createSession').at(-1);
-    assert.ok(resumed.options.resumeFrom.continueFrom, 'the paused turn was kept in the resume state');
-    assert.ok(agent.calls.some((c) => c.method === 'continueStream'));
+    assert.equal(chunks[0].messageId, first.message.id, 'the reply continues the paused message');
+    assert.equal(agent.calls.some((c) => c.method === 'continueStream'), false);
+    assert.equal(
+      agent.calls.filter((c) => c.method === 'stream').at(-1).options.prompt,
+      'The session was suspended while you waited for my answers. Here they are; carry on from there:\n' +
+        '- I approve bash {"command":"rm -rf build"}',
+    );
     await sessions.shutdown();
   });
 
@@ -354,8 +367,8 @@ describe('with the real HarnessAgent', () => {
     await sessions.shutdown();
   });
 
-  test('suspended while it waits, then continued: the turn goes on where it paused', async () => {
-    const { sessions } = manager();
+  test('suspended while it waits, then continued: the agent is told the answers in words, in the same message', async () => {
+    const { sessions, harness } = manager();
     await sessions.create({ id: 'sw', metadata: {} });
     const first = await readTurn(await sessions.send('sw', { message: 'write later.txt: after a nap' }));
     await sessions.suspend('sw');
@@ -363,8 +376,14 @@ describe('with the real HarnessAgent', () => {
     const second = await readTurn(await sessions.continue('sw', { toolApprovalContinuations: [approve(approval)] }));
     assert.equal(second.session.status, 'idle');
     assert.equal(second.chunks[0].messageId, first.message.id);
-    const read = await readTurn(await sessions.send('sw', { message: 'read later.txt' }));
-    assert.match(textOf(read.message), /after a nap/);
+    const prompt = harness.calls.filter((c) => c.method === 'doPromptTurn').at(-1).detail.prompt;
+    assert.equal(
+      prompt,
+      'The session was suspended while you waited for my answers. Here they are; carry on from there:\n' +
+        `- I approve write ${JSON.stringify(approval.input)}`,
+    );
+    const stored = (await sessions.get('sw')).messages.at(-1);
+    assert.equal(stored.parts.find((p) => p.type === 'tool-write').state, 'approval-responded');
     await sessions.shutdown();
   });
 });

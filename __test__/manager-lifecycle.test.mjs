@@ -133,7 +133,7 @@ describe('a first message', () => {
     await sessions.shutdown();
   });
 
-  test('a message sent while a start fails is refused with the error', async () => {
+  test('a message sent while a start fails is refused: SessionConflictError, status failed, with the error', async () => {
     const gate = createDeferred();
     const { sessions } = testManager({
       fakeAgent: createFakeAgent({
@@ -144,8 +144,9 @@ describe('a first message', () => {
     const sending = sessions.send('f', { message: 'hi' });
     gate.resolve();
     await assert.rejects(sending, (error) => {
-      assert.equal(error.message, 'still none', 'the start\'s own error, not a conflict');
-      assert.equal(SessionConflictError.isInstance(error), false);
+      assert.equal(SessionConflictError.isInstance(error), true, 'a conflict (409), not the raw start error');
+      assert.equal(error.status, 'failed');
+      assert.equal(error.message, 'The session is failed: still none.');
       return true;
     });
     await sessions.shutdown();
@@ -286,7 +287,7 @@ describe('a turn', () => {
     assert.equal(error.errorText, 'Sorry (29 characters).');
     assert.equal(session.status, 'idle');
     assert.equal(session.error, 'secret details of the failure');
-    assert.equal(errors.find((e) => e.action === 'turn').error.message, 'secret details of the failure');
+    assert.deepEqual(errors, [], 'a failed turn is the session\'s error, not an onError report');
     await sessions.shutdown();
   });
 
@@ -298,11 +299,13 @@ describe('a turn', () => {
     await sessions.shutdown();
   });
 
-  test('an agent that refuses the turn: the client gets an error chunk, the session stays usable', async () => {
-    const { sessions } = testManager({ fakeAgent: createFakeAgent({ turns: [{ fail: new Error('refused') }] }) });
+  test('an agent that refuses the turn: send() rejects with its error, the session stays usable', async () => {
+    const refusal = new Error('refused');
+    const { sessions } = testManager({ fakeAgent: createFakeAgent({ turns: [{ fail: refusal }] }) });
     await sessions.create({ id: 'r', metadata: {} });
-    const { chunks, session } = await readTurn(await sessions.send('r', { message: 'hi' }));
-    assert.deepEqual(chunks, [{ type: 'error', errorText: 'An error occurred.' }]);
+    await untilStatus(sessions, 'r', 'idle');
+    await assert.rejects(sessions.send('r', { message: 'hi' }), (error) => error === refusal);
+    const session = await sessions.get('r');
     assert.equal(session.status, 'idle');
     assert.equal(session.error, 'refused');
     const again = await readTurn(await sessions.send('r', { message: 'again' }));
@@ -396,7 +399,12 @@ describe('idle sessions', () => {
     await untilStatus(sessions, 'r', 'idle');
     await sessions.suspend('r');
     agent.script.createSession.push({ fail: new Error('the sandbox is gone') });
-    await assert.rejects(sessions.send('r', { message: 'hi' }), (error) => error.message === 'the sandbox is gone');
+    await assert.rejects(sessions.send('r', { message: 'hi' }), (error) => {
+      assert.equal(SessionConflictError.isInstance(error), true);
+      assert.equal(error.status, 'suspended');
+      assert.equal(error.message, 'The session is suspended: the sandbox is gone.');
+      return true;
+    });
     const record = await sessions.get('r');
     assert.equal(record.status, 'suspended');
     assert.equal(record.error, 'the sandbox is gone');
@@ -507,7 +515,9 @@ describe('close() and delete()', () => {
     assert.deepEqual(sandboxes.log.at(-1), ['close', 'c']);
     assert.equal((await sessions.get('c')).messages.length, 2);
     await conflict(sessions.send('c', { message: 'x' }), 'closed', 'The session is closed.');
-    await conflict(sessions.close('c'), 'closed');
+    const again = await sessions.close('c');
+    assert.equal(again.status, 'closed', 'close() of a closed session gives it back');
+    assert.equal(again.updatedAt, closed.updatedAt, 'and changes nothing');
     await sessions.shutdown();
   });
 
@@ -634,7 +644,9 @@ describe('shutdown()', () => {
       type: 'abort',
       reason: 'The turn was cut short: the application stopped. Send the message again.',
     });
-    assert.equal(session.status, 'idle');
+    // The cut turn wrote nothing itself: its done gives the session the shutdown suspended.
+    assert.equal(session.status, 'suspended');
+    assert.equal(session.error, 'The turn was cut short: the application stopped. Send the message again.');
     assert.deepEqual(sandboxes.log.at(-1), ['shutdown']);
     await assert.rejects(sessions.list(), (error) => {
       assert.ok(SessionError.isInstance(error));
@@ -694,7 +706,7 @@ describe('a crash', () => {
     assert.equal(byId.busy.error, 'The application stopped without suspending the session.');
     assert.equal(byId.idle.status, 'interrupted');
     assert.equal(byId.preparing.status, 'interrupted');
-    assert.equal(byId.preparing.error, 'The application stopped before the session was ready.');
+    assert.equal(byId.preparing.error, 'The application stopped without suspending the session.');
     assert.equal(byId.suspended.status, 'suspended', 'a suspended session is kept as it is');
     await conflict(next.sessions.send('busy', { message: 'x' }), 'interrupted',
       'The session is interrupted: The application stopped without suspending the session.');

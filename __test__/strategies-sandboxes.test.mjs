@@ -296,7 +296,7 @@ for (const kind of backends) {
     );
 
     test(
-      'shutdown stops it',
+      'shutdown stops it with stopWhenUnused only: without, it frees the ports and leaves it running',
       withBackend(kind, async (backend) => {
         const { open, opened } = countingOpen(backend);
         const shared = sharedSandbox({ open, ports: [4341] });
@@ -304,8 +304,15 @@ for (const kind of backends) {
         await a.suspend();
         assert.equal(await refuses(opened[0]), false, 'kept running without stopWhenUnused');
         await shared.shutdown();
-        assert.equal(await refuses(opened[0]), true);
-        await shared.shutdown();
+        assert.equal(await refuses(opened[0]), false, 'still running after shutdown()');
+        await opened[0].stop();
+        const stopping = countingOpen(backend);
+        const stops = sharedSandbox({ open: stopping.open, ports: [4342], stopWhenUnused: true });
+        const held = await stops.acquire('b', { resume: false });
+        await stops.shutdown();
+        assert.equal(await refuses(stopping.opened[0]), true, 'stopped by shutdown() with stopWhenUnused');
+        await held.close();
+        await stops.shutdown();
       }),
     );
 
@@ -356,7 +363,8 @@ for (const kind of backends) {
         assert.deepEqual(portsOf('b'), [[4352], [4351]], 'b resumed on the port a gave back');
         assert.equal(opened.length, 1, 'one sandbox all along');
         await sessions.shutdown();
-        assert.equal(await refuses(opened[0]), true, 'shutdown() stops the shared sandbox');
+        assert.equal(await refuses(opened[0]), false, 'shutdown() leaves the shared sandbox running without stopWhenUnused');
+        await opened[0].stop();
         assert.deepEqual(errors, []);
       }),
     );
@@ -385,6 +393,34 @@ test('sandboxPerSession() refuses options of the wrong shape', () => {
   }
   assert.equal(sandboxPerSession({ create }).capacity, undefined, 'unbounded');
   assert.equal(sandboxPerSession({ create, maxSessions: 3 }).capacity, 3);
+});
+
+test('sandboxPerSession() calls create and resume (sessionId, { abortSignal? }), as the reference does', async () => {
+  const seen = [];
+  const sandboxes = [];
+  const strategy = sandboxPerSession({
+    create: async (sessionId, { abortSignal }) => {
+      seen.push(['create', sessionId, abortSignal]);
+      const sandbox = createFakeSandbox();
+      sandboxes.push(sandbox);
+      return sandbox;
+    },
+    resume: async (sessionId, { abortSignal }) => {
+      seen.push(['resume', sessionId, abortSignal]);
+      return sandboxes[0];
+    },
+  });
+  const controller = new AbortController();
+  const lease = await strategy.acquire('s', { resume: false, abortSignal: controller.signal });
+  await lease.suspend();
+  const again = await strategy.acquire('s', { resume: true });
+  await again.suspend();
+  await strategy.discard('s');
+  assert.deepEqual(seen, [
+    ['create', 's', controller.signal],
+    ['resume', 's', undefined],
+    ['resume', 's', undefined],
+  ]);
 });
 
 for (const kind of backends) {

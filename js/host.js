@@ -60,6 +60,10 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessag
       await turns.start(sessions.get(args.session), args);
       return null;
     },
+    'session.unfinished'({ session }) {
+      const { session: handle } = sessions.get(session);
+      return typeof handle.hasUnfinishedTurn === 'function' && handle.hasUnfinishedTurn() === true;
+    },
     async 'session.stop'({ session }) {
       const entry = sessions.take(session);
       return { resumeState: await entry.session.stop() };

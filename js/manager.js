@@ -100,7 +100,7 @@ function createSessionManager(given) {
         try {
           listener(event);
         } catch (error) {
-          reportError(error, { action: 'subscribe' });
+          reportError(error, { action: 'listener' });
         }
       }
     },
@@ -154,7 +154,7 @@ function createSessionManager(given) {
   async function startTurn(id, abortSignal, begin) {
     checkId(id);
     need(abortSignal === undefined || abortSignal instanceof AbortSignal, 'abortSignal', 'abortSignal must be an AbortSignal');
-    const turn = turns.open();
+    const turn = turns.open(abortSignal);
     try {
       await holding(begin(turn.turnId));
     } catch (error) {
@@ -162,7 +162,6 @@ function createSessionManager(given) {
       turns.discard(turn, thrown);
       throw thrown;
     }
-    turns.follow(turn, abortSignal);
     return sessionTurn(turn);
   }
 

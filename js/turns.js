@@ -30,8 +30,11 @@ class Turns {
     this.#errorMessage = errorMessage;
   }
 
-  /** A new turn's number and client stream, before the engine starts it. */
-  open() {
+  /**
+   * A new turn's number and client stream, before the engine starts it.
+   * @param {AbortSignal} [callerSignal] the caller's signal: the agent's is it combined with ours
+   */
+  open(callerSignal) {
     const turnId = this.#next;
     this.#next = this.#next >= 0xfffffffe ? 1 : this.#next + 1;
     const turn = {
@@ -40,9 +43,9 @@ class Turns {
       gone: false,
       closed: false,
       abort: new AbortController(),
+      callerSignal,
       resolveDone: undefined,
       rejectDone: undefined,
-      removeAbortListener: undefined,
       release: hold(),
     };
     turn.stream = new ReadableStream({
@@ -67,33 +70,22 @@ class Turns {
   discard(turn, error) {
     this.#turns.delete(turn.turnId);
     turn.release();
-    turn.removeAbortListener?.();
     try {
       turn.controller.error(error);
     } catch {}
     turn.rejectDone(error);
   }
 
-  /** Cuts the turn short when `signal` aborts. */
-  follow(turn, signal) {
-    if (signal == null) return;
-    const cut = () => this.#native().cutTurn(turn.turnId, 'The turn was interrupted.');
-    if (signal.aborted) {
-      cut();
-      return;
-    }
-    signal.addEventListener('abort', cut, { once: true });
-    turn.removeAbortListener = () => signal.removeEventListener('abort', cut);
-  }
-
   /**
    * Starts the agent's turn (`stream` or `continueStream`), then pumps its UI message stream.
    * Resolves once the agent's stream exists; rejects when the agent refused the turn.
    */
-  async start(entry, { turnId, input, messageId, continues, dropStart }) {
+  async start(entry, { turnId, input, messageId, continues, dropStart, holdApprovals }) {
     const turn = this.#turns.get(turnId);
     if (turn === undefined) throw new Error(`turn ${turnId} is unknown`);
-    const abortSignal = turn.abort.signal;
+    // The caller's signal with ours: a turn the caller aborted ends with the caller's reason.
+    const abortSignal =
+      turn.callerSignal === undefined ? turn.abort.signal : AbortSignal.any([turn.abort.signal, turn.callerSignal]);
     const result =
       input.prompt !== undefined
         ? await entry.agent.stream({ session: entry.session, prompt: input.prompt, abortSignal })
@@ -112,10 +104,10 @@ class Turns {
         return this.#clientMessage(error);
       },
     });
-    void this.#pump(turn, stream, result, dropStart, () => failure);
+    void this.#pump(turn, stream, result, { dropStart, holdApprovals }, () => failure);
   }
 
-  async #pump(turn, stream, result, dropStart, failureOf) {
+  async #pump(turn, stream, result, { dropStart, holdApprovals }, failureOf) {
     const native = this.#native();
     const { turnId } = turn;
     let batch = [];
@@ -134,7 +126,11 @@ class Turns {
         const { done, value } = await reader.read();
         if (done) break;
         const type = value.type;
-        if (type !== 'finish' && !(dropStart && type === 'start') && !turn.gone) {
+        // `finish` is sent by the engine at the end; approval requests, when `approve` answers
+        // them first, with their answers.
+        const held =
+          type === 'finish' || (dropStart && type === 'start') || (holdApprovals && type === 'tool-approval-request');
+        if (!held && !turn.gone) {
           turn.controller.enqueue(value);
         }
         batch.push(value);
@@ -176,7 +172,6 @@ class Turns {
     if (turn === undefined) return;
     this.#turns.delete(turnId);
     turn.release();
-    turn.removeAbortListener?.();
     turn.closed = true;
     if (!turn.gone) {
       try {

@@ -27,6 +27,13 @@ export interface ScriptedHarnessOptions {
   harnessId?: string;
   /** The pause between two words of an answer, in milliseconds. Default: `0`. */
   wordDelayMs?: number;
+  /**
+   * Run sessions on a bridge, as Claude Code and Codex do: a process the state points at
+   * (`data.bridge`), left running by `stop()` during an unfinished turn and stopped with the
+   * sandbox (`stopBridges()`). A resume pointing at a bridge that is gone waits `startupTimeoutMs`
+   * (default two minutes), then starts another, the unfinished turn lost.
+   */
+  bridge?: { startupTimeoutMs?: number };
 }
 
 /** A call the scripted harness received. */
@@ -41,7 +48,8 @@ export interface ScriptedHarnessCall {
     | 'doStop'
     | 'doDestroy'
     | 'submitToolApproval'
-    | 'submitToolResult';
+    | 'submitToolResult'
+    | 'bridgeWait';
   sessionId: string;
   /** What the call carried: the prompt, the answer, whether the session resumed… */
   detail?: unknown;
@@ -51,6 +59,8 @@ export interface ScriptedHarnessCall {
 export type ScriptedHarness = HarnessV1 & {
   /** Every call its sessions received, in order. */
   readonly calls: ScriptedHarnessCall[];
+  /** Stops the bridges of session `sessionId`, as stopping its sandbox does (with `bridge`). */
+  stopBridges(sessionId: string): void;
 };
 
 /**

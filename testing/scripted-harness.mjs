@@ -48,6 +48,17 @@
  * unfinished) goes on from its `continue-turn` state exactly where it stopped. `compact()` drops the
  * answers from the conversation, keeping the prompts, and reports a `compaction` on the next turn.
  * Words count as tokens in the usage it reports.
+ *
+ * ## A bridge, as Claude Code and Codex have
+ *
+ * With `bridge`, a session runs on a bridge: a process in the sandbox that its state points at
+ * (`data.bridge: { url, token }`). `stop()` of an idle session stops it; `stop()` of a session with
+ * an unfinished turn (`doSuspendTurn`) leaves it running, for a later process to reattach to; what
+ * stops the sandbox stops it too (`harness.stopBridges(sessionId)`, which a test's lease calls on
+ * `suspend()`). A resume whose `data.bridge` is still running reattaches to it, turn and all; one
+ * whose bridge is gone waits for it `startupTimeoutMs` (two minutes by default, as Claude Code),
+ * then starts another, the turn that ran on the old one lost (`bridgeWait` in `calls`). A resume
+ * without `data.bridge` starts a new one at once.
  */
 
 import { HARNESS_V1_BUILTIN_TOOLS, HarnessError } from '@ai-sdk/harness';
@@ -73,13 +84,14 @@ import { ScriptedTurn, SUSPENDED, countWords } from './scripted-turn.mjs';
  * @typedef {object} ScriptedHarnessOptions
  * @property {string} [harnessId] Default: `'scripted'`.
  * @property {number} [wordDelayMs] The pause between two words of an answer. Default: `0`.
+ * @property {{ startupTimeoutMs?: number }} [bridge] Run sessions on a bridge (see above).
  */
 
 /**
  * A call the harness received, for tests to assert on.
  *
  * @typedef {object} ScriptedHarnessCall
- * @property {'doStart' | 'doPromptTurn' | 'doContinueTurn' | 'doSuspendTurn' | 'doCompact' | 'doDetach' | 'doStop' | 'doDestroy' | 'submitToolApproval' | 'submitToolResult'} method
+ * @property {'doStart' | 'doPromptTurn' | 'doContinueTurn' | 'doSuspendTurn' | 'doCompact' | 'doDetach' | 'doStop' | 'doDestroy' | 'submitToolApproval' | 'submitToolResult' | 'bridgeWait'} method
  * @property {string} sessionId
  * @property {unknown} [detail] What the call carried: the prompt, the answer, whether it resumed…
  */
@@ -91,32 +103,104 @@ import { ScriptedTurn, SUSPENDED, countWords } from './scripted-turn.mjs';
  * @property {Array<{ role: 'user' | 'assistant', text: string }>} history
  * @property {Compaction} [compaction] What `compact()` did, reported by the next turn.
  * @property {TurnJournal} [turn] The unfinished turn, in a `continue-turn` state.
+ * @property {{ url: string, token: string }} [bridge] The bridge the session runs on.
  */
 
 /**
  * Creates a harness that needs no model: see the command language above.
  *
  * @param {ScriptedHarnessOptions} [options]
- * @returns {HarnessV1 & { calls: ScriptedHarnessCall[] }}
+ * @returns {HarnessV1 & { calls: ScriptedHarnessCall[], stopBridges: (sessionId: string) => void }}
  */
 export function createScriptedHarness(options = {}) {
   const harnessId = options.harnessId ?? 'scripted';
   const wordDelayMs = options.wordDelayMs ?? 0;
   /** @type {ScriptedHarnessCall[]} */
   const calls = [];
+  const bridges = options.bridge === undefined ? undefined : new Bridges(options.bridge.startupTimeoutMs ?? 120_000);
   return {
     specificationVersion: 'harness-v1',
     harnessId,
     builtinTools: BUILTIN_TOOLS,
     supportsBuiltinToolApprovals: true,
     calls,
+    stopBridges: (sessionId) => bridges?.stopAll(sessionId),
     doStart: async (start) => {
       const data = readData(start.continueFrom?.data ?? start.resumeFrom?.data);
       const isResume = start.resumeFrom !== undefined || start.continueFrom !== undefined;
       calls.push({ method: 'doStart', sessionId: start.sessionId, detail: { isResume } });
-      return new ScriptedSession({ harnessId, wordDelayMs, start, data, isResume, record: (call) => calls.push(call) });
+      if (bridges !== undefined) {
+        const stale = data.bridge !== undefined && !bridges.running(data.bridge);
+        if (stale) {
+          // The bridge the state points at is gone: wait for it to answer, as Claude Code does,
+          // then start another; the turn that ran on the old one is lost.
+          calls.push({ method: 'bridgeWait', sessionId: start.sessionId, detail: { url: data.bridge.url } });
+          await bridges.waitForStartup(start.abortSignal);
+          delete data.turn;
+        }
+        if (data.bridge === undefined || stale) data.bridge = bridges.start(start.sessionId);
+      }
+      return new ScriptedSession({
+        harnessId,
+        wordDelayMs,
+        start,
+        data,
+        isResume,
+        bridges,
+        record: (call) => calls.push(call),
+      });
     },
   };
+}
+
+/** The bridges of a harness's sessions that are running. */
+class Bridges {
+  /** @type {Map<string, string>} token → session id */
+  #running = new Map();
+  #next = 1;
+
+  /** @param {number} startupTimeoutMs */
+  constructor(startupTimeoutMs) {
+    this.startupTimeoutMs = startupTimeoutMs;
+  }
+
+  /** @param {string} sessionId */
+  start(sessionId) {
+    const number = this.#next++;
+    const token = `bridge-token-${number}`;
+    this.#running.set(token, sessionId);
+    return { url: `http://127.0.0.1:${41000 + number}`, token };
+  }
+
+  /** @param {{ token: string }} bridge */
+  running(bridge) {
+    return this.#running.has(bridge.token);
+  }
+
+  /** @param {{ token: string } | undefined} bridge */
+  stop(bridge) {
+    if (bridge !== undefined) this.#running.delete(bridge.token);
+  }
+
+  /** @param {string} sessionId */
+  stopAll(sessionId) {
+    for (const [token, owner] of this.#running) if (owner === sessionId) this.#running.delete(token);
+  }
+
+  /** @param {AbortSignal | undefined} abortSignal */
+  waitForStartup(abortSignal) {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(resolve, this.startupTimeoutMs);
+      abortSignal?.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(timer);
+          reject(abortSignal.reason);
+        },
+        { once: true },
+      );
+    });
+  }
 }
 
 /** The harness's own tools, and the question tool `HarnessAgent` knows. */
@@ -153,6 +237,7 @@ function readData(data) {
  * @property {HarnessV1StartOptions} start
  * @property {ScriptedSessionData} data
  * @property {boolean} isResume
+ * @property {Bridges} [bridges]
  * @property {(call: ScriptedHarnessCall) => void} record
  */
 
@@ -168,7 +253,7 @@ function readData(data) {
  */
 class ScriptedSession {
   /** @param {SessionOptions} options */
-  constructor({ harnessId, wordDelayMs, start, data, isResume, record }) {
+  constructor({ harnessId, wordDelayMs, start, data, isResume, bridges, record }) {
     this.sessionId = start.sessionId;
     this.isResume = isResume;
     this.harnessId = harnessId;
@@ -176,6 +261,7 @@ class ScriptedSession {
     this.start = start;
     this.data = data;
     this.record = record;
+    this.bridges = bridges;
     /** The turn under way, and the slice its events go to. @type {{ turn: ScriptedTurn, slice: Slice } | undefined} */
     this.live = undefined;
     this.ended = false;
@@ -236,11 +322,13 @@ class ScriptedSession {
   async doStop() {
     this.assertActive();
     this.log('doStop');
+    this.bridges?.stop(this.data.bridge);
     return this.end();
   }
 
   async doDestroy() {
     this.log('doDestroy');
+    this.bridges?.stop(this.data.bridge);
     this.end();
   }
 

@@ -8,7 +8,10 @@ import { createFakeSandbox, createScriptedHarness } from '../../testing/index.mj
 
 /** A `HarnessAgent` on the scripted harness; `permissionMode: 'allow-reads'` asks approvals. */
 export function scriptedAgent(options = {}) {
-  const harness = createScriptedHarness({ wordDelayMs: options.wordDelayMs ?? 0 });
+  const harness = createScriptedHarness({
+    wordDelayMs: options.wordDelayMs ?? 0,
+    ...(options.bridge ? { bridge: options.bridge } : {}),
+  });
   const agent = new HarnessAgent({
     harness,
     permissionMode: options.permissionMode ?? 'allow-reads',

@@ -129,6 +129,7 @@ impl HarnessSession for JsHarnessSession {
             "input": input,
             "messageId": turn.message_id,
             "dropStart": turn.drop_start,
+            "holdApprovals": turn.hold_approvals,
         });
         if let (Some(message), Some(object)) = (turn.continues, payload.as_object_mut()) {
             object.insert("continues".into(), message);
@@ -142,6 +143,14 @@ impl HarnessSession for JsHarnessSession {
             host: self.host.clone(),
             turn_id: turn.turn_id,
         }))
+    }
+
+    async fn has_unfinished_turn(&self) -> Result<bool> {
+        let answer = self
+            .host
+            .call("session.unfinished", json!({ "session": self.handle }))
+            .await?;
+        Ok(answer.as_bool() == Some(true))
     }
 
     async fn stop(&self) -> Result<Value> {

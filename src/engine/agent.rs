@@ -49,6 +49,13 @@ pub trait HarnessSession: Send + Sync {
     /// through [`TurnReport::End`] instead.
     async fn start_turn(&self, turn: TurnStart, feed: TurnFeed) -> Result<Box<dyn TurnControl>>;
 
+    /// Whether the harness session holds an unfinished turn (`hasUnfinishedTurn()`): a turn paused
+    /// on an approval or a tool call, or cut short before its end.
+    ///
+    /// # Errors
+    /// When the harness session could not say.
+    async fn has_unfinished_turn(&self) -> Result<bool>;
+
     /// Stops the harness session and returns the state it resumes from (`stop()`).
     ///
     /// # Errors
@@ -76,6 +83,9 @@ pub struct TurnStart {
     /// Whether the `start` chunk must be kept from the client: the turn continues, in the same
     /// client stream, one whose `start` the client already has.
     pub drop_start: bool,
+    /// Whether `tool-approval-request` chunks must be kept from the client: the `approve` policy
+    /// answers them first, and the engine sends them with their answers.
+    pub hold_approvals: bool,
 }
 
 /// What the agent is told in a turn.
@@ -101,8 +111,9 @@ pub trait TurnControl: Send + Sync {
 /// What an agent reports of a running turn.
 #[derive(Debug)]
 pub enum TurnReport {
-    /// Chunks, in order. Every chunk but `finish` has already gone to the client (and `start`, when
-    /// the turn was told to drop it); `finish` is held back for the engine to send at the end.
+    /// Chunks, in order. Every chunk but `finish` has already gone to the client (but `start`,
+    /// when the turn was told to drop it, and `tool-approval-request`, when told to hold them);
+    /// `finish` is held back for the engine to send at the end.
     Chunks(Vec<UiChunk>),
     /// Chunks as JSON text, `[chunk, ...]`, as JavaScript reports them: parsed by the engine.
     Json(String),

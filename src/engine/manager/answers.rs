@@ -48,20 +48,16 @@ enum Answer {
     Result(Value),
 }
 
-/// The `ToolApprovalResponse` for `verdict`.
+/// The `ToolApprovalResponse` for `verdict`: a denial without a reason reaches the agent without
+/// one.
 pub fn approval_response(approval_id: &str, verdict: &ApprovalVerdict) -> Value {
     let mut response = json!({
         "type": "tool-approval-response",
         "approvalId": approval_id,
         "approved": verdict.approved,
     });
-    let reason = match (&verdict.reason, verdict.approved) {
-        (Some(reason), _) => Some(reason.clone()),
-        (None, false) => Some(DENIED.to_owned()),
-        (None, true) => None,
-    };
-    if let (Some(reason), Some(object)) = (reason, response.as_object_mut()) {
-        object.insert("reason".into(), Value::String(reason));
+    if let (Some(reason), Some(object)) = (&verdict.reason, response.as_object_mut()) {
+        object.insert("reason".into(), Value::String(reason.clone()));
     }
     response
 }
@@ -85,35 +81,39 @@ pub fn answer_chunks(approvals: &[Value], tool_results: &[Value]) -> Vec<UiChunk
     for result in tool_results {
         let call = result.get("toolCallId").cloned().unwrap_or(Value::Null);
         let output = result.get("output").cloned().unwrap_or(Value::Null);
-        let value = output.get("value").cloned().unwrap_or(Value::Null);
-        let chunk = match output.get("type").and_then(Value::as_str) {
-            Some("error-text") => {
-                json!({ "type": "tool-output-error", "toolCallId": call, "errorText": value.as_str().unwrap_or_default() })
+        let chunk = match shown_output(&output) {
+            Shown::Error(text) => {
+                json!({ "type": "tool-output-error", "toolCallId": call, "errorText": text })
             }
-            Some("error-json") => {
-                json!({ "type": "tool-output-error", "toolCallId": call, "errorText": value.to_string() })
-            }
-            Some("execution-denied") => json!({ "type": "tool-output-denied", "toolCallId": call }),
-            Some("text" | "json") => {
+            Shown::Value(value) => {
                 json!({ "type": "tool-output-available", "toolCallId": call, "output": value })
             }
-            _ => json!({ "type": "tool-output-available", "toolCallId": call, "output": output }),
         };
         chunks.extend(UiChunk::from_value(chunk).ok());
     }
     chunks
 }
 
-/// Keeps the policy's answers (`decisions`) in what the session waits for.
-pub fn keep_decisions(pending: &mut PendingInput, decisions: &PendingInput) {
-    for approval in pending.approvals.iter_mut() {
-        if let Some(decided) = decisions
-            .approvals
-            .iter()
-            .find(|d| d.approval_id == approval.approval_id)
-        {
-            approval.decision = decided.decision.clone();
-        }
+/// What a tool result shows in the conversation: an error (`error-text`, `error-json`, and
+/// `execution-denied` with its reason or [`DENIED`]), or a value.
+enum Shown {
+    Error(String),
+    Value(Value),
+}
+
+fn shown_output(output: &Value) -> Shown {
+    let value = output.get("value").cloned().unwrap_or(Value::Null);
+    match output.get("type").and_then(Value::as_str) {
+        Some("error-text") => Shown::Error(value.as_str().unwrap_or_default().to_owned()),
+        Some("error-json") => Shown::Error(value.to_string()),
+        Some("execution-denied") => Shown::Error(
+            output
+                .get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or(DENIED)
+                .to_owned(),
+        ),
+        _ => Shown::Value(value),
     }
 }
 
@@ -170,15 +170,25 @@ pub fn collect(
     let mut tool_results = Vec::new();
     let mut lines = Vec::new();
     let mut answered_by_person = false;
-    for approval in &pending.approvals {
-        let person = answers.iter().rev().find_map(|(id, answer)| match answer {
-            Answer::Approval(verdict) if *id == approval.approval_id => Some(verdict.clone()),
-            _ => None,
-        });
-        answered_by_person |= person.is_some();
-        let Some(verdict) = approval.decision.clone().or(person) else {
-            continue;
-        };
+    // The policy's decisions stand, first; then the person's answers to the approvals it left.
+    let decided = pending.approvals.iter().filter_map(|approval| {
+        let verdict = approval.decision.clone()?;
+        Some((approval, verdict))
+    });
+    let answered = pending
+        .approvals
+        .iter()
+        .filter(|approval| approval.decision.is_none())
+        .filter_map(|approval| {
+            let verdict = answers.iter().rev().find_map(|(id, answer)| match answer {
+                Answer::Approval(verdict) if *id == approval.approval_id => Some(verdict.clone()),
+                _ => None,
+            })?;
+            Some((approval, verdict))
+        })
+        .collect::<Vec<_>>();
+    answered_by_person |= !answered.is_empty();
+    for (approval, verdict) in decided.chain(answered) {
         approvals.push(approval_response(&approval.approval_id, &verdict));
         lines.push(approval_line(
             &approval.tool_name,
@@ -343,9 +353,13 @@ fn optional_string(object: &Map<String, Value>, field: &str, path: &str) -> Resu
     }
 }
 
-/// An input as JSON, cut to 197 characters and `...` when longer than 200.
+/// A tool call's input (or a result's value) for a message: a string as it is, anything else as
+/// JSON; cut to 197 characters and `...` when longer than 200.
 fn shortened(input: &Value) -> String {
-    let text = input.to_string();
+    let text = match input {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
     if text.chars().count() > 200 {
         let mut cut: String = text.chars().take(197).collect();
         cut.push_str("...");
@@ -355,79 +369,87 @@ fn shortened(input: &Value) -> String {
     }
 }
 
-fn call_words(tool: &str, input: &Value) -> String {
-    if tool.is_empty() {
-        "the tool call".to_owned()
-    } else {
-        format!("{tool} {}", shortened(input))
-    }
-}
-
+/// `- I approve <tool> <input>` or `- I deny <tool> <input>`, then `: <reason>` when given.
 fn approval_line(tool: &str, input: &Value, verdict: &ApprovalVerdict) -> String {
-    if verdict.approved {
-        format!("- I approve {}", call_words(tool, input))
+    let said = if verdict.approved {
+        "I approve"
     } else {
-        let reason = verdict.reason.as_deref().unwrap_or(DENIED);
-        format!("- I deny {}: {reason}", call_words(tool, input))
-    }
+        "I deny"
+    };
+    let reason = verdict
+        .reason
+        .as_deref()
+        .map(|reason| format!(": {reason}"))
+        .unwrap_or_default();
+    format!("- {said} {tool} {}{reason}", shortened(input))
 }
 
-/// A tool's result in words: the answers to a question (`askUserQuestions`) by the labels of the
-/// options picked, one line per question; any other output as JSON.
+/// A tool's result in words: the answers to the agent's questions (`askUserQuestions`) by the
+/// labels of the options picked; any other value as `- <tool>: <value>`, an error as
+/// `- <tool>: error: <text>`.
 fn result_line(tool: &str, input: &Value, output: &Value) -> String {
-    let value = output.get("value").cloned().unwrap_or(Value::Null);
-    match question_answers(input, &value) {
-        Some(lines) => lines.join("\n"),
-        None => format!("- {} gave {}", call_words(tool, input), shortened(&value)),
+    match shown_output(output) {
+        Shown::Error(text) => format!("- {tool}: error: {text}"),
+        Shown::Value(value) => question_answers(input, &value)
+            .unwrap_or_else(|| format!("- {tool}: {}", shortened(&value))),
     }
 }
 
-/// `- I answer "<question>": <label>, <label>` for each question `output` answers, the options
-/// picked (`answers[<question id>].optionIds`) named by their labels in `input.questions`.
-fn question_answers(input: &Value, output: &Value) -> Option<Vec<String>> {
+/// The answers of `output` (`{ action, answers? }`) to the questions of `input` (`questions[]`):
+/// `- I <action> your questions.` without answers; else one line per question,
+/// `- <question> — <answer>`, the labels of the options picked and the `freeform` text joined by
+/// `; `, or `no answer`.
+fn question_answers(input: &Value, output: &Value) -> Option<String> {
     let questions = input.get("questions")?.as_array()?;
-    let answers = output.get("answers")?.as_object()?;
-    let mut lines = Vec::new();
-    for question in questions {
-        let Some(answer) = question
-            .get("id")
-            .and_then(Value::as_str)
-            .and_then(|id| answers.get(id))
-        else {
-            continue;
-        };
-        let options = question.get("options").and_then(Value::as_array);
-        let label_of = |id: &str| -> String {
-            options
+    let action = output.get("action")?.as_str()?;
+    let Some(answers) = output.get("answers").filter(|a| !a.is_null()) else {
+        return Some(format!("- I {action} your questions."));
+    };
+    let lines: Vec<String> = questions
+        .iter()
+        .map(|question| {
+            let answer = question
+                .get("id")
+                .and_then(Value::as_str)
+                .and_then(|id| answers.get(id));
+            let options = question.get("options").and_then(Value::as_array);
+            let label_of = |id: &str| -> String {
+                options
+                    .into_iter()
+                    .flatten()
+                    .find(|o| o.get("id").and_then(Value::as_str) == Some(id))
+                    .and_then(|o| o.get("label").and_then(Value::as_str))
+                    .unwrap_or(id)
+                    .to_owned()
+            };
+            let mut said: Vec<String> = answer
+                .and_then(|a| a.get("optionIds"))
+                .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-                .find(|o| o.get("id").and_then(Value::as_str) == Some(id))
-                .and_then(|o| o.get("label").and_then(Value::as_str))
-                .unwrap_or(id)
-                .to_owned()
-        };
-        let mut picked: Vec<String> = answer
-            .get("optionIds")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(label_of)
-            .collect();
-        if let Some(text) = answer.get("text").and_then(Value::as_str) {
-            picked.push(text.to_owned());
-        }
-        let asked = question
-            .get("question")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        lines.push(format!(
-            "- I answer {}: {}",
-            Value::from(asked),
-            picked.join(", ")
-        ));
-    }
-    (!lines.is_empty()).then_some(lines)
+                .filter_map(Value::as_str)
+                .map(label_of)
+                .collect();
+            if let Some(text) = answer
+                .and_then(|a| a.get("freeform"))
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            {
+                said.push(text.to_owned());
+            }
+            let asked = question
+                .get("question")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let said = if said.is_empty() {
+                "no answer".to_owned()
+            } else {
+                said.join("; ")
+            };
+            format!("- {asked} \u{2014} {said}")
+        })
+        .collect();
+    Some(lines.join("\n"))
 }
 
 #[cfg(test)]
@@ -470,9 +492,7 @@ mod tests {
         let got = collect("s", &pending(), &request).unwrap();
         assert_eq!(
             got.approvals,
-            vec![
-                json!({"type": "tool-approval-response", "approvalId": "a1", "approved": false, "reason": DENIED})
-            ]
+            vec![json!({"type": "tool-approval-response", "approvalId": "a1", "approved": false})]
         );
         assert_eq!(
             got.tool_results,
@@ -514,7 +534,10 @@ mod tests {
         let got = collect("s", &pending, &request).unwrap();
         assert_eq!(got.approvals[0]["approved"], false);
         assert_eq!(got.approvals[0]["reason"], "no");
-        let overturn = request_with_approval(true);
+        let mut overturn = request_with_approval(true);
+        overturn
+            .tool_results
+            .push(json!({"toolCallId": "c2", "output": 1}));
         let got = collect("s", &pending, &overturn).unwrap();
         assert_eq!(got.approvals[0]["approved"], false);
     }
@@ -549,7 +572,7 @@ mod tests {
         let request = request(
             vec![json!({"approvalId": "a1", "approved": false})],
             vec![
-                json!({"toolCallId": "c2", "output": {"type": "json", "value": {"action": "answered", "answers": {"question-1": {"optionIds": ["option-2"]}}}}}),
+                json!({"toolCallId": "c2", "output": {"type": "json", "value": {"action": "answered", "answers": {"question-1": {"optionIds": ["option-2", "option-9"], "freeform": "or teal"}}}}}),
             ],
         );
         let words = collect("s", &pending, &request).unwrap().words();
@@ -561,32 +584,80 @@ mod tests {
             lines[1]
         );
         assert!(
-            lines[1].ends_with(&format!("...: {DENIED}")),
-            "{}",
+            lines[1].ends_with("y..."),
+            "a denial without a reason says none: {}",
             lines[1]
         );
-        assert_eq!(
-            lines[1].len(),
-            "- I deny write ".len() + 200 + 2 + DENIED.len()
-        );
-        assert_eq!(lines[2], "- I answer \"Which colour?\": Blue");
+        assert_eq!(lines[1].chars().count(), "- I deny write ".len() + 200);
+        assert_eq!(lines[2], "- Which colour? \u{2014} Blue; option-9; or teal");
         assert_eq!(lines.len(), 3);
     }
 
     #[test]
-    fn an_approval_of_an_unknown_call_is_the_tool_call() {
-        let verdict = ApprovalVerdict {
+    fn questions_and_results_in_words() {
+        let questions = json!({"questions": [
+            {"id": "q1", "question": "Tea?", "options": [{"id": "o1", "label": "Yes"}]},
+            {"id": "q2", "question": "Milk?"},
+        ]});
+        let answered = json!({"type": "json", "value": {"action": "answered", "answers": {"q1": {"optionIds": ["o1"]}}}});
+        assert_eq!(
+            result_line("askUserQuestions", &questions, &answered),
+            "- Tea? \u{2014} Yes\n- Milk? \u{2014} no answer"
+        );
+        let declined = json!({"type": "json", "value": {"action": "declined"}});
+        assert_eq!(
+            result_line("askUserQuestions", &questions, &declined),
+            "- I declined your questions."
+        );
+        let value = json!({"type": "json", "value": {"n": 1}});
+        assert_eq!(
+            result_line("count", &json!({}), &value),
+            "- count: {\"n\":1}"
+        );
+        let failed = json!({"type": "error-text", "value": "no disk"});
+        assert_eq!(
+            result_line("count", &json!({}), &failed),
+            "- count: error: no disk"
+        );
+        let denied = json!({"type": "execution-denied"});
+        assert_eq!(
+            result_line("count", &json!({}), &denied),
+            format!("- count: error: {DENIED}")
+        );
+    }
+
+    #[test]
+    fn an_approval_in_words_says_its_reason_when_it_has_one() {
+        let approved = ApprovalVerdict {
             approved: true,
             reason: None,
         };
         assert_eq!(
-            approval_line("", &Value::Null, &verdict),
-            "- I approve the tool call"
-        );
-        assert_eq!(
-            approval_line("bash", &json!({"c": 1}), &verdict),
+            approval_line("bash", &json!({"c": 1}), &approved),
             "- I approve bash {\"c\":1}"
         );
+        let denied = ApprovalVerdict {
+            approved: false,
+            reason: Some("not now".into()),
+        };
+        assert_eq!(
+            approval_line("bash", &json!("ls"), &denied),
+            "- I deny bash ls: not now"
+        );
+    }
+
+    #[test]
+    fn answers_that_only_repeat_the_policys_decisions_are_no_answer() {
+        let mut pending = pending();
+        pending.tool_calls.clear();
+        pending.approvals[0].decision = Some(ApprovalVerdict {
+            approved: true,
+            reason: None,
+        });
+        match collect("s", &pending, &request_with_approval(true)) {
+            Err(SessionError::Conflict { message, .. }) => assert_eq!(message, NO_ANSWER),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -607,6 +678,8 @@ mod tests {
             &[
                 json!({"toolCallId": "c2", "output": {"type": "json", "value": 1}}),
                 json!({"toolCallId": "c3", "output": {"type": "error-text", "value": "bad"}}),
+                json!({"toolCallId": "c4", "output": {"type": "execution-denied"}}),
+                json!({"toolCallId": "c5", "output": {"type": "execution-denied", "reason": "no"}}),
             ],
         );
         let values: Vec<Value> = chunks.iter().map(UiChunk::to_value).collect();
@@ -616,6 +689,8 @@ mod tests {
                 json!({"type": "tool-approval-response", "approvalId": "a1", "approved": false, "reason": "no"}),
                 json!({"type": "tool-output-available", "toolCallId": "c2", "output": 1}),
                 json!({"type": "tool-output-error", "toolCallId": "c3", "errorText": "bad"}),
+                json!({"type": "tool-output-error", "toolCallId": "c4", "errorText": DENIED}),
+                json!({"type": "tool-output-error", "toolCallId": "c5", "errorText": "no"}),
             ]
         );
     }

@@ -3,8 +3,12 @@
 //!
 //! Invariants:
 //! - every command on a session runs under its `commands` lock, one at a time;
-//! - the record's status is only changed with the `state` lock held, and every change is saved
-//!   (under the `saving` lock, which orders the writes of one session) before it is announced;
+//! - the record's status is only changed by [`apply`], which asks the lifecycle
+//!   ([`crate::engine::session::lifecycle::decide`]), with the `state` lock held; every change is
+//!   saved (under the `saving` lock, which orders the writes of one session) before it is
+//!   announced;
+//! - what a session holds is its [`Phase`]: a live session always has its harness session and
+//!   lease (no `Option`), a busy one its turn;
 //! - a turn under way is owned by its driver task, which ends it without taking `commands`: so a
 //!   command may wait for a turn to end while holding `commands`.
 
@@ -16,6 +20,7 @@ use tokio::sync::watch;
 use crate::engine::agent::{HarnessSession, TurnControl};
 use crate::engine::error::{Result, SessionError};
 use crate::engine::lease::Lease;
+use crate::engine::session::lifecycle::{decide, Decision, Event, Input};
 use crate::engine::session::{SessionRecord, SessionStatus};
 use crate::engine::ui::MessageAccumulator;
 
@@ -35,27 +40,63 @@ pub(crate) struct Entry {
 pub(crate) struct State {
     /// The record as it stands; `None` until loaded from the store.
     pub(crate) record: Option<SessionRecord>,
-    /// The harness session, while live.
-    pub(crate) harness: Option<Arc<dyn HarnessSession>>,
-    /// The sandbox lease, while live.
-    pub(crate) lease: Option<Box<dyn Lease>>,
-    /// The start under way, while `preparing`.
-    pub(crate) start: Option<StartSlot>,
-    /// The turn under way, while `busy`.
-    pub(crate) turn: Option<Arc<TurnSlot>>,
-    /// The assistant message the turn under way is writing, and where it goes in the conversation.
-    pub(crate) reply: Option<(usize, MessageAccumulator)>,
+    /// What the session holds in its phase of the lifecycle.
+    pub(crate) phase: Phase,
     /// When the session last did something, for the idle timeout and for eviction.
     pub(crate) last_active: Instant,
     /// Bumped at each change of status, so a timer armed before it knows it is stale.
     pub(crate) generation: u64,
-    /// The answers the `approve` policy gave in the turn under way, when it left some to a person.
+    /// A turn a close or a shutdown cut short: it wrote nothing itself, and whoever ends the
+    /// session finishes its client with the session they wrote.
+    pub(crate) cut_turn: Option<CutTurn>,
+}
+
+/// What a session holds, by phase. The phase follows the status: `Preparing` while `preparing`,
+/// `Ready` while `idle` or `awaiting-input`, `Busy` while `busy`, `Kept` otherwise (the record is
+/// all there is), and `Leaving` while a live session is being suspended or closed.
+pub(crate) enum Phase {
+    /// Not live, or not loaded: the record is the session.
+    Kept,
+    /// Its sandbox and harness session are opening.
+    Preparing(StartSlot),
+    /// Live, between turns.
+    Ready(Live),
+    /// Live, a turn under way.
+    Busy(Live, Box<Turn>),
+    /// Leaving memory (being suspended or closed): readers go to the store.
+    Leaving,
+}
+
+/// What a live session holds.
+pub(crate) struct Live {
+    /// The harness session.
+    pub(crate) harness: Arc<dyn HarnessSession>,
+    /// The sandbox lease.
+    pub(crate) lease: Box<dyn Lease>,
+    /// The turn the session waits in was lost with a suspension: its answers are told in words.
+    pub(crate) lost_turn: bool,
+}
+
+/// A turn under way.
+pub(crate) struct Turn {
+    /// How to cut it short.
+    pub(crate) slot: Arc<TurnSlot>,
+    /// Where the reply goes in the conversation.
+    pub(crate) index: usize,
+    /// The assistant message the turn is writing.
+    pub(crate) reply: MessageAccumulator,
+    /// The answers the `approve` policy gave, when it left some to a person.
     pub(crate) policy_decisions: Option<crate::engine::session::PendingInput>,
-    /// Why the last start of the session failed, for the message that waited for it.
-    pub(crate) start_failure: Option<SessionError>,
-    /// Whether the turn the session waits in was lost with a suspension: its answers are then
-    /// told to the agent in words.
-    pub(crate) paused_turn_lost: bool,
+}
+
+/// A turn cut by a close or a shutdown, waiting for the session to be written.
+pub(crate) struct CutTurn {
+    /// The turn's number: the key of its client.
+    pub(crate) turn_id: u64,
+    /// What its client still gets before its end (the held-back `finish`).
+    pub(crate) closing: Vec<crate::engine::ui::UiChunk>,
+    /// Whether its client went away.
+    pub(crate) client_gone: bool,
 }
 
 /// A start under way: how to cut it short.
@@ -120,16 +161,10 @@ impl Entry {
             saving: tokio::sync::Mutex::new(()),
             state: Mutex::new(State {
                 record: None,
-                harness: None,
-                lease: None,
-                start: None,
-                turn: None,
-                reply: None,
+                phase: Phase::Kept,
                 last_active: Instant::now(),
                 generation: 0,
-                policy_decisions: None,
-                start_failure: None,
-                paused_turn_lost: false,
+                cut_turn: None,
             }),
             changed: watch::channel(0).0,
         })
@@ -143,6 +178,12 @@ impl Entry {
     /// The status, when loaded.
     pub(crate) fn status(&self) -> Option<SessionStatus> {
         self.state().record.as_ref().map(|r| r.summary.status)
+    }
+
+    /// Whether readers see the session as it stands in memory: loaded, and not leaving it.
+    pub(crate) fn shown_from_memory(&self) -> bool {
+        let state = self.state();
+        state.record.is_some() && !matches!(state.phase, Phase::Leaving)
     }
 
     /// Tells the waiters something changed.
@@ -164,10 +205,10 @@ impl Entry {
             });
         };
         let mut record = record.clone();
-        if let Some((index, reply)) = state.reply.as_ref() {
-            let message = crate::engine::session::StoredMessage::from_value(reply.message());
-            if *index < record.messages.len() {
-                record.messages[*index] = message;
+        if let Phase::Busy(_, turn) = &state.phase {
+            let message = crate::engine::session::StoredMessage::from_value(turn.reply.message());
+            if turn.index < record.messages.len() {
+                record.messages[turn.index] = message;
             } else {
                 record.messages.push(message);
             }
@@ -191,14 +232,40 @@ impl State {
             .ok_or_else(|| SessionError::internal("a session was used before it was loaded"))
     }
 
-    /// Sets the status (and `updatedAt`), and bumps the generation.
-    pub(crate) fn set_status(&mut self, status: SessionStatus, now: f64) -> Result<()> {
-        self.generation += 1;
-        self.last_active = Instant::now();
-        let record = self.record_mut()?;
-        record.summary.status = status;
-        record.summary.updated_at = now;
-        Ok(())
+    /// Applies `event` to the session: the status the lifecycle gives it, with `updatedAt`, and
+    /// the generation bumped. The only place a status changes. Returns the new status, or `None`
+    /// when the event changes nothing in the status the session is in.
+    pub(crate) fn apply(&mut self, event: Event) -> Result<Option<SessionStatus>> {
+        let changed = apply(self.record_mut()?, event);
+        if changed.is_some() {
+            self.generation += 1;
+            self.last_active = Instant::now();
+        }
+        Ok(changed)
+    }
+
+    /// The live session's harness session, when it has one.
+    pub(crate) fn harness(&self) -> Option<Arc<dyn HarnessSession>> {
+        match &self.phase {
+            Phase::Ready(live) | Phase::Busy(live, _) => Some(live.harness.clone()),
+            _ => None,
+        }
+    }
+
+    /// The turn under way, when there is one.
+    pub(crate) fn turn(&self) -> Option<&Turn> {
+        match &self.phase {
+            Phase::Busy(_, turn) => Some(turn),
+            _ => None,
+        }
+    }
+
+    /// The turn under way, when there is one.
+    pub(crate) fn turn_mut(&mut self) -> Option<&mut Turn> {
+        match &mut self.phase {
+            Phase::Busy(_, turn) => Some(turn),
+            _ => None,
+        }
     }
 
     /// Sets the error the session keeps.
@@ -206,6 +273,17 @@ impl State {
         self.record_mut()?.summary.error = error;
         Ok(())
     }
+}
+
+/// Applies `event` to `record`: the status the lifecycle gives it, with `updatedAt`. Returns the
+/// new status, or `None` when the event changes nothing in the status the record is in.
+pub(crate) fn apply(record: &mut SessionRecord, event: Event) -> Option<SessionStatus> {
+    let Decision::Become(status) = decide(record.summary.status, Input::Event(event)) else {
+        return None;
+    };
+    record.summary.status = status;
+    record.summary.updated_at = now_ms();
+    Some(status)
 }
 
 /// Milliseconds since the epoch, strictly increasing within the process: two changes never share

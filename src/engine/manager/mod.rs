@@ -29,7 +29,7 @@ use crate::engine::client::TurnClients;
 use crate::engine::error::{Result, SessionError};
 use crate::engine::hooks::{ManagerHooks, SessionEvent};
 use crate::engine::lease::SessionSandboxes;
-use crate::engine::session::lifecycle::{decide, Command, Decision};
+use crate::engine::session::lifecycle::{self, decide, Command, Decision, Event, Input};
 use crate::engine::session::{SessionRecord, SessionStatus, SessionSummary};
 use crate::engine::store::SessionStore;
 
@@ -155,7 +155,7 @@ impl SessionManager {
     pub async fn get(&self, id: &str) -> Result<Option<SessionRecord>> {
         self.inner.ready().await?;
         if let Some(entry) = self.inner.existing(id) {
-            if entry.status().is_some() {
+            if entry.shown_from_memory() {
                 return entry.snapshot().map(Some);
             }
         }
@@ -355,16 +355,12 @@ impl Inner {
             .await
     }
 
-    /// Marks `interrupted` the session `id`, found live at start: what it was doing is closed.
+    /// Marks `interrupted` the session `id`, found live at start, whatever it was doing (as the
+    /// reference, even while preparing): the tool calls its reply left open are closed.
     async fn interrupt_left_live(&self, id: String) -> Result<()> {
         let store = &self.seams.store;
         let Some(mut record) = store.get(&id).await? else {
             return Ok(());
-        };
-        let error = if record.summary.status == SessionStatus::Preparing {
-            STOPPED_BEFORE_READY
-        } else {
-            STOPPED_WITHOUT_SUSPENDING
         };
         if let Some(last) = record.messages.last_mut() {
             let mut message = last.to_value();
@@ -372,10 +368,10 @@ impl Inner {
                 *last = crate::engine::session::StoredMessage::from_value(&message);
             }
         }
-        record.summary.status = SessionStatus::Interrupted;
-        record.summary.error = Some(error.to_owned());
-        record.summary.pending_input = None;
-        record.summary.updated_at = now_ms();
+        if entry::apply(&mut record, Event::FoundLiveAtStart).is_none() {
+            return Ok(());
+        }
+        record.summary.error = Some(STOPPED_WITHOUT_SUSPENDING.to_owned());
         store.save(&record, None).await
     }
 
@@ -476,7 +472,7 @@ impl Inner {
         entry.state().record = Some(SessionRecord {
             summary: SessionSummary {
                 id: entry.id.clone(),
-                status: SessionStatus::Preparing,
+                status: lifecycle::NEW,
                 metadata,
                 created_at: now,
                 updated_at: now,
@@ -527,6 +523,16 @@ impl Inner {
         }
     }
 
+    /// Waits, without holding the session's command lock, until no turn is under way.
+    async fn wait_turn_over(&self, entry: &Entry) {
+        let mut changes = entry.watch();
+        while entry.state().turn().is_some() {
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// Waits, without holding the session's command lock, until its status is no longer `status`.
     async fn wait_while(&self, entry: &Entry, status: SessionStatus) {
         let mut changes = entry.watch();
@@ -543,8 +549,8 @@ impl Inner {
         let turn = {
             let state = entry.state();
             match state.record.as_ref().map(|r| r.summary.status) {
-                Some(status) => match decide(status, Command::Interrupt, false) {
-                    Decision::CutTurn => state.turn.clone(),
+                Some(status) => match decide(status, Input::Command(Command::Interrupt)) {
+                    Decision::CutTurn => state.turn().map(|turn| turn.slot.clone()),
                     _ => None,
                 },
                 None => None,

@@ -11,11 +11,13 @@ use futures::FutureExt;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::entry::{now_ms, Entry, StartSlot};
+use super::entry::{Entry, Live, Phase, StartSlot};
 use super::{timers, Inner, NOTHING_KEPT};
 use crate::engine::agent::{HarnessSession, OpenRequest};
 use crate::engine::error::{Result, SessionError};
+use crate::engine::hooks::SessionEvent;
 use crate::engine::lease::Lease;
+use crate::engine::session::lifecycle::Event;
 use crate::engine::session::SessionStatus;
 
 /// How a step of a start ended.
@@ -42,7 +44,7 @@ pub(super) fn spawn_start(
     victim: Option<Arc<Entry>>,
 ) {
     let (cancel, cancelled) = watch::channel(None);
-    entry.state().start = Some(StartSlot { cancel });
+    entry.state().phase = Phase::Preparing(StartSlot { cancel });
     let inner = inner.clone();
     let entry = entry.clone();
     tokio::spawn(async move {
@@ -99,7 +101,7 @@ impl Inner {
             session_id: entry.id.clone(),
             metadata,
             sandbox: lease.sandbox(),
-            resume_from: resume_state.clone(),
+            resume_from: resume_state.as_ref().map(without_unfinished_turn),
         };
         let agent = self.seams.agent.clone();
         let open = async move {
@@ -125,45 +127,48 @@ impl Inner {
                     .await;
             }
         };
-        let kept_turn = resume_state
-            .as_ref()
-            .is_some_and(|state| state.get("continueFrom").is_some_and(|c| !c.is_null()));
-        self.start_succeeded(entry, harness, lease, kept_turn).await;
+        self.start_succeeded(entry, harness, lease).await;
     }
 
-    /// The session is ready: `idle`, or `awaiting-input` when it was suspended while it waited;
-    /// `kept_turn` tells whether the harness kept the turn it waited in (its resume state has a
-    /// `continueFrom`), else the answers will be told in words.
+    /// The session is ready: `awaiting-input` when its harness session holds an unfinished turn,
+    /// or when it was suspended while it waited for input and resumed without that turn (the
+    /// answers are then told in words); `idle` otherwise.
     async fn start_succeeded(
         self: &Arc<Self>,
         entry: &Arc<Entry>,
         harness: Arc<dyn HarnessSession>,
         lease: Box<dyn Lease>,
-        kept_turn: bool,
     ) {
+        let unfinished = match harness.has_unfinished_turn().await {
+            Ok(unfinished) => unfinished,
+            Err(error) => {
+                self.seams.hooks.on_error(&error, "start", Some(&entry.id));
+                false
+            }
+        };
         let result = (|| -> Result<()> {
             let mut state = entry.state();
-            state.start = None;
-            state.harness = Some(harness);
-            state.lease = Some(lease);
-            let waits = state
-                .record
+            let recorded = state
+                .record_ref()?
+                .summary
+                .pending_input
                 .as_ref()
-                .and_then(|r| r.summary.pending_input.as_ref())
                 .is_some_and(|p| !p.is_empty());
-            let status = if waits {
-                state.paused_turn_lost = !kept_turn;
-                SessionStatus::AwaitingInput
-            } else {
-                SessionStatus::Idle
-            };
-            state.set_status(status, now_ms())?;
+            let lost_turn = !unfinished && recorded;
+            state.phase = Phase::Ready(Live {
+                harness,
+                lease,
+                lost_turn,
+            });
+            state.apply(Event::StartSucceeded {
+                waits: unfinished || lost_turn,
+            })?;
             state.set_error(None)
         })();
         if let Err(error) = result {
             self.seams.hooks.on_error(&error, "start", Some(&entry.id));
         }
-        self.save_or_report(entry, None, "start").await;
+        self.save_or_report(entry, None, "write").await;
         entry.notify();
         timers::arm_idle(self, entry);
     }
@@ -177,31 +182,24 @@ impl Inner {
         resume_state: Option<&Value>,
         failure: StartFailure,
     ) {
-        let status = if resuming {
-            SessionStatus::Suspended
-        } else {
-            SessionStatus::Failed
-        };
         {
             let mut state = entry.state();
-            state.start = None;
-            let _ = state.set_status(status, now_ms());
+            state.phase = Phase::Kept;
+            let _ = state.apply(Event::StartFailed { resuming });
+            // A resume cut short stays suspended as it was, without an error of the cut.
             let words = match &failure {
-                StartFailure::Failed(error) => error.to_string(),
-                StartFailure::Cut(reason) => reason.clone(),
+                StartFailure::Failed(error) => Some(error.to_string()),
+                StartFailure::Cut(_) if resuming => None,
+                StartFailure::Cut(reason) => Some(reason.clone()),
             };
-            let _ = state.set_error(Some(words));
-            state.start_failure = match &failure {
-                StartFailure::Failed(error) => Some(error.clone()),
-                StartFailure::Cut(_) => None,
-            };
+            let _ = state.set_error(words);
         }
         self.release_slot(&entry.id);
         if let StartFailure::Failed(error) = &failure {
             let action = if resuming { "resume" } else { "start" };
             self.seams.hooks.on_error(error, action, Some(&entry.id));
         }
-        self.save_or_report(entry, resume_state.filter(|_| resuming), "start")
+        self.save_or_report(entry, resume_state.filter(|_| resuming), "write")
             .await;
         entry.notify();
     }
@@ -217,7 +215,7 @@ impl Inner {
     async fn evict(self: &Arc<Self>, victim: &Arc<Entry>) {
         let _command = victim.commands.lock().await;
         if victim.status() == Some(SessionStatus::Idle) {
-            if let Err(error) = self.suspend_entry(victim).await {
+            if let Err(error) = self.suspend_entry(victim, None).await {
                 self.seams
                     .hooks
                     .on_error(&error, "suspend", Some(&victim.id));
@@ -229,11 +227,13 @@ impl Inner {
     }
 
     /// Brings a suspended (`resuming`) or failed session back to `preparing`, and starts opening
-    /// it. Returns at once.
+    /// it. Returns at once. A resume is not written `preparing`: the store keeps the session
+    /// suspended, with what it resumes from, until it is back (a crash meanwhile leaves it
+    /// resumable); subscribers are told.
     ///
     /// # Errors
-    /// [`SessionError::Capacity`] when no slot can be had; the resume state missing leaves the
-    /// session suspended with [`NOTHING_KEPT`].
+    /// [`SessionError::Capacity`] when no slot can be had; a conflict with status `interrupted`
+    /// when nothing was kept to resume from (the session is written so).
     pub(super) async fn bring_back(
         self: &Arc<Self>,
         entry: &Arc<Entry>,
@@ -243,26 +243,30 @@ impl Inner {
             match self.seams.store.get_resume_state(&entry.id).await? {
                 Some(state) => Some(state),
                 None => {
-                    entry.state().set_error(Some(NOTHING_KEPT.to_owned()))?;
-                    self.save(entry, None).await?;
-                    return Ok(());
+                    {
+                        let mut state = entry.state();
+                        state.apply(Event::NothingToResume)?;
+                        state.set_error(Some(NOTHING_KEPT.to_owned()))?;
+                    }
+                    let summary = self.save(entry, None).await?;
+                    entry.notify();
+                    return Err(SessionError::in_status(
+                        &entry.id,
+                        summary.status,
+                        summary.error.as_deref(),
+                    ));
                 }
             }
         } else {
             None
         };
         let victim = self.reserve_slot(entry)?;
-        {
-            let mut state = entry.state();
-            state.set_status(SessionStatus::Preparing, now_ms())?;
-        }
-        if let Err(error) = self.save(entry, resume_state.as_ref()).await {
-            let previous = if resuming {
-                SessionStatus::Suspended
-            } else {
-                SessionStatus::Failed
-            };
-            let _ = entry.state().set_status(previous, now_ms());
+        entry.state().apply(Event::BroughtBack)?;
+        if resuming {
+            let summary = entry.snapshot()?.summary;
+            self.seams.hooks.on_event(SessionEvent::Updated(summary));
+        } else if let Err(error) = self.save(entry, None).await {
+            let _ = entry.state().apply(Event::StartFailed { resuming });
             self.release_slot(&entry.id);
             self.unmark_victim(victim.as_ref());
             return Err(error);
@@ -270,6 +274,29 @@ impl Inner {
         spawn_start(self, entry, resuming, resume_state, victim);
         Ok(())
     }
+}
+
+/// The resume state without the turn it was suspended in: `continueFrom` and `data.bridge`
+/// dropped. The suspension stopped the bridge that turn ran on; a bridge-backed harness resumed
+/// with it would wait for its startup timeout (two minutes for Claude Code), then lose the
+/// answers. Only what is handed to the agent drops them: the store keeps the state whole.
+pub(super) fn without_unfinished_turn(state: &Value) -> Value {
+    let mut state = state.clone();
+    let Some(object) = state.as_object_mut() else {
+        return state;
+    };
+    if object.remove("continueFrom").is_none() {
+        return state;
+    }
+    match object.get_mut("data").and_then(Value::as_object_mut) {
+        Some(data) => {
+            data.remove("bridge");
+        }
+        None => {
+            object.insert("data".into(), Value::Object(serde_json::Map::new()));
+        }
+    }
+    state
 }
 
 /// Runs `step` until it ends or the start is cut short; when cut short, the step goes on in the
@@ -327,4 +354,35 @@ async fn give_back(lease: Box<dyn Lease>, resuming: bool) -> Result<()> {
 
 async fn stop_harness(harness: Arc<dyn HarnessSession>) {
     let _ = harness.destroy().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_unfinished_turn;
+    use serde_json::json;
+
+    #[test]
+    fn a_state_with_a_paused_turn_is_handed_over_without_it_nor_its_bridge() {
+        let kept = json!({
+            "type": "resume-session",
+            "harnessId": "claude-code",
+            "data": {"sessionId": "s", "bridge": {"url": "http://127.0.0.1:4001", "token": "t"}},
+            "continueFrom": {"type": "continue-turn", "data": {}},
+        });
+        assert_eq!(
+            without_unfinished_turn(&kept),
+            json!({"type": "resume-session", "harnessId": "claude-code", "data": {"sessionId": "s"}})
+        );
+        let no_data = json!({"type": "resume-session", "continueFrom": {}});
+        assert_eq!(
+            without_unfinished_turn(&no_data),
+            json!({"type": "resume-session", "data": {}})
+        );
+    }
+
+    #[test]
+    fn a_state_without_a_paused_turn_is_handed_over_as_it_is() {
+        let kept = json!({"type": "resume-session", "data": {"bridge": {"token": "t"}}});
+        assert_eq!(without_unfinished_turn(&kept), kept);
+    }
 }

@@ -8,14 +8,14 @@ use std::sync::Arc;
 
 use futures::future::join_all;
 
-use super::entry::{now_ms, Entry};
+use super::entry::{lock, Entry, Live, Phase};
 use super::messages;
 use super::{
     timers, Inner, APPLICATION_STOPPED, NOT_STOPPED_CLEANLY, SESSION_CLOSED, STOPPED_BEFORE_READY,
 };
 use crate::engine::error::{Result, SessionError};
 use crate::engine::hooks::SessionEvent;
-use crate::engine::session::lifecycle::{decide, Command, Decision};
+use crate::engine::session::lifecycle::{decide, Command, Decision, Event, Input};
 use crate::engine::session::{SessionStatus, SessionSummary, StoredMessage};
 
 impl Inner {
@@ -24,18 +24,26 @@ impl Inner {
         self: &Arc<Self>,
         entry: &Arc<Entry>,
     ) -> Result<SessionSummary> {
-        let _command = entry.commands.lock().await;
-        self.load(entry).await?;
-        let (status, error) = status_and_error(entry)?;
-        match decide(status, Command::Suspend, false) {
-            Decision::Suspend => self.suspend_entry(entry).await,
-            Decision::Nothing => Ok(entry.snapshot()?.summary),
-            _ => Err(SessionError::in_status(&entry.id, status, error.as_deref())),
+        loop {
+            let command = entry.commands.lock().await;
+            self.load(entry).await?;
+            let (status, error) = status_and_error(entry)?;
+            match decide(status, Input::Command(Command::Suspend)) {
+                Decision::Suspend => return self.suspend_entry(entry, None).await,
+                Decision::Nothing => return Ok(entry.snapshot()?.summary),
+                Decision::WaitReady => {
+                    drop(command);
+                    self.wait_while(entry, SessionStatus::Preparing).await;
+                }
+                _ => return Err(SessionError::in_status(&entry.id, status, error.as_deref())),
+            }
         }
     }
 
-    /// Suspends a live session, idle or awaiting input, under its command lock: its harness
-    /// session stopped with its state, its lease suspended, its slot handed back.
+    /// Suspends a live session under its command lock: its harness session stopped with its
+    /// state, its lease suspended, its slot handed back; `error` is what the record says of it
+    /// (a shutdown that cut a turn short). A turn cut short for it is finished with the session
+    /// written.
     ///
     /// # Errors
     /// When the session could not be written; a harness session that will not stop leaves the
@@ -43,54 +51,68 @@ impl Inner {
     pub(super) async fn suspend_entry(
         self: &Arc<Self>,
         entry: &Arc<Entry>,
+        error: Option<&str>,
     ) -> Result<SessionSummary> {
-        let (harness, lease) = {
-            let mut state = entry.state();
-            (state.harness.take(), state.lease.take())
-        };
-        let resume_state = match harness {
-            Some(harness) => harness.stop().await,
-            None => Err(SessionError::internal(
-                "a live session had no harness session",
-            )),
-        };
-        if let Some(lease) = lease {
-            if let Err(error) = lease.suspend().await {
-                self.seams
-                    .hooks
-                    .on_error(&error, "suspend", Some(&entry.id));
-            }
+        let live = take_live(entry)?;
+        let resume_state = live.harness.stop().await;
+        if let Err(error) = live.lease.suspend().await {
+            self.seams
+                .hooks
+                .on_error(&error, "suspend", Some(&entry.id));
         }
         let resume_state = match resume_state {
             Ok(state) => state,
-            Err(error) => {
+            Err(stop_error) => {
                 self.seams
                     .hooks
-                    .on_error(&error, "suspend", Some(&entry.id));
+                    .on_error(&stop_error, "stop", Some(&entry.id));
                 {
                     let mut state = entry.state();
-                    state.set_status(SessionStatus::Interrupted, now_ms())?;
+                    state.phase = Phase::Kept;
+                    state.apply(Event::StopFailed)?;
                     state.set_error(Some(NOT_STOPPED_CLEANLY.to_owned()))?;
                     state.record_mut()?.summary.pending_input = None;
                 }
                 self.release_slot(&entry.id);
                 let summary = self.save(entry, None).await;
+                self.finish_cut_turn(entry, summary.as_ref().ok());
                 entry.notify();
                 return summary;
             }
         };
         {
             let mut state = entry.state();
-            state.set_status(SessionStatus::Suspended, now_ms())?;
-            state.paused_turn_lost = false;
+            state.phase = Phase::Kept;
+            state.apply(Event::Stopped)?;
+            state.set_error(error.map(str::to_owned))?;
         }
         self.release_slot(&entry.id);
         let summary = self.save(entry, Some(&resume_state)).await;
+        self.finish_cut_turn(entry, summary.as_ref().ok());
         entry.notify();
         if let Ok(summary) = &summary {
             timers::arm_close_suspended(self, &entry.id, summary.updated_at);
         }
         summary
+    }
+
+    /// Finishes the client of a turn a close or a shutdown cut short, with the session they wrote.
+    fn finish_cut_turn(&self, entry: &Entry, written: Option<&SessionSummary>) {
+        let Some(cut) = entry.state().cut_turn.take() else {
+            return;
+        };
+        let summary = match written {
+            Some(summary) => summary.clone(),
+            None => match entry.snapshot() {
+                Ok(record) => record.summary,
+                Err(_) => return,
+            },
+        };
+        if !cut.closing.is_empty() && !cut.client_gone {
+            self.seams.clients.deliver(cut.turn_id, cut.closing);
+        }
+        lock(&self.registry).turns.remove(&cut.turn_id);
+        self.seams.clients.finish(cut.turn_id, &summary);
     }
 
     /// `close()`.
@@ -102,19 +124,22 @@ impl Inner {
             let command = entry.commands.lock().await;
             self.load(entry).await?;
             let (status, error) = status_and_error(entry)?;
-            match decide(status, Command::Close, false) {
+            match decide(status, Input::Command(Command::Close)) {
                 Decision::Close => return self.close_entry(entry).await,
                 Decision::Discard => return self.discard_entry(entry).await,
+                Decision::Nothing => return Ok(entry.snapshot()?.summary),
                 Decision::CutTurnAndClose => {
-                    let turn = entry.state().turn.clone();
-                    if let Some(turn) = turn {
-                        turn.cut(SESSION_CLOSED);
-                    }
+                    let turn = entry.state().turn().map(|turn| turn.slot.clone());
+                    let Some(turn) = turn else {
+                        // The turn was cut short and wrote nothing: the close writes it.
+                        return self.close_entry(entry).await;
+                    };
+                    turn.cut(SESSION_CLOSED);
                     drop(command);
-                    self.wait_while(entry, SessionStatus::Busy).await;
+                    self.wait_turn_over(entry).await;
                 }
                 Decision::CutStartAndClose => {
-                    if let Some(start) = entry.state().start.as_ref() {
+                    if let Phase::Preparing(start) = &entry.state().phase {
                         let _ = start.cancel.send(Some(SESSION_CLOSED.to_owned()));
                     }
                     drop(command);
@@ -125,19 +150,23 @@ impl Inner {
         }
     }
 
-    /// Closes a live or failed session: its harness session destroyed, its lease closed.
+    /// Closes a live session (its harness session destroyed, its lease closed), or a failed or
+    /// interrupted one, which holds nothing.
     async fn close_entry(&self, entry: &Entry) -> Result<SessionSummary> {
-        let (harness, lease) = {
+        let live = {
             let mut state = entry.state();
-            (state.harness.take(), state.lease.take())
-        };
-        if let Some(harness) = harness {
-            if let Err(error) = harness.destroy().await {
-                self.seams.hooks.on_error(&error, "close", Some(&entry.id));
+            match std::mem::replace(&mut state.phase, Phase::Leaving) {
+                Phase::Ready(live) => Some(live),
+                _ => None,
             }
-        }
-        if let Some(lease) = lease {
-            if let Err(error) = lease.close().await {
+        };
+        if let Some(live) = live {
+            if let Err(error) = live.harness.destroy().await {
+                self.seams
+                    .hooks
+                    .on_error(&error, "destroy", Some(&entry.id));
+            }
+            if let Err(error) = live.lease.close().await {
                 self.seams.hooks.on_error(&error, "close", Some(&entry.id));
             }
         }
@@ -147,7 +176,9 @@ impl Inner {
     /// Closes a suspended session: the sandboxes discard what they keep for it.
     pub(super) async fn discard_entry(&self, entry: &Entry) -> Result<SessionSummary> {
         if let Err(error) = self.seams.sandboxes.discard(&entry.id).await {
-            self.seams.hooks.on_error(&error, "close", Some(&entry.id));
+            self.seams
+                .hooks
+                .on_error(&error, "discard", Some(&entry.id));
         }
         self.mark_closed(entry).await
     }
@@ -155,7 +186,9 @@ impl Inner {
     async fn mark_closed(&self, entry: &Entry) -> Result<SessionSummary> {
         {
             let mut state = entry.state();
-            state.set_status(SessionStatus::Closed, now_ms())?;
+            state.phase = Phase::Kept;
+            state.apply(Event::Closed)?;
+            state.set_error(None)?;
             let record = state.record_mut()?;
             // What it waited for can never be answered now: its tool calls are closed.
             if record.summary.pending_input.take().is_some() {
@@ -169,29 +202,14 @@ impl Inner {
         }
         self.release_slot(&entry.id);
         let summary = self.save(entry, None).await;
+        self.finish_cut_turn(entry, summary.as_ref().ok());
         entry.notify();
         summary
     }
 
-    /// `delete()`: closes the session if it can be closed, then forgets it.
+    /// `delete()`: closes the session, then forgets it.
     pub(super) async fn delete(self: &Arc<Self>, entry: &Arc<Entry>) -> Result<()> {
-        self.load(entry).await?;
-        let closable = !matches!(
-            entry.status(),
-            Some(SessionStatus::Closed | SessionStatus::Interrupted)
-        );
-        if closable {
-            match self.close_command(entry).await {
-                // Closed meanwhile (a close() under way finished first): nothing left to close.
-                Err(SessionError::Conflict {
-                    status: SessionStatus::Closed | SessionStatus::Interrupted,
-                    ..
-                }) => {}
-                other => {
-                    other?;
-                }
-            }
-        }
+        self.close_command(entry).await?;
         let _command = entry.commands.lock().await;
         {
             let _order = entry.saving.lock().await;
@@ -216,25 +234,36 @@ impl Inner {
     async fn shut_down_entry(self: &Arc<Self>, entry: &Arc<Entry>) {
         loop {
             let command = entry.commands.lock().await;
-            let status = entry.status();
-            match status {
-                Some(SessionStatus::Busy) => {
-                    let turn = entry.state().turn.clone();
-                    if let Some(turn) = turn {
-                        turn.cut(APPLICATION_STOPPED);
-                    }
+            let Some(status) = entry.status() else {
+                return;
+            };
+            match decide(status, Input::Event(Event::Shutdown)) {
+                Decision::CutTurn => {
+                    let turn = entry.state().turn().map(|turn| turn.slot.clone());
+                    let Some(turn) = turn else {
+                        // The turn was cut short and wrote nothing: the suspension writes it.
+                        if let Err(error) =
+                            self.suspend_entry(entry, Some(APPLICATION_STOPPED)).await
+                        {
+                            self.seams
+                                .hooks
+                                .on_error(&error, "suspend", Some(&entry.id));
+                        }
+                        return;
+                    };
+                    turn.cut(APPLICATION_STOPPED);
                     drop(command);
-                    self.wait_while(entry, SessionStatus::Busy).await;
+                    self.wait_turn_over(entry).await;
                 }
-                Some(SessionStatus::Preparing) => {
-                    if let Some(start) = entry.state().start.as_ref() {
+                Decision::CutStart => {
+                    if let Phase::Preparing(start) = &entry.state().phase {
                         let _ = start.cancel.send(Some(STOPPED_BEFORE_READY.to_owned()));
                     }
                     drop(command);
                     self.wait_while(entry, SessionStatus::Preparing).await;
                 }
-                Some(SessionStatus::Idle | SessionStatus::AwaitingInput) => {
-                    if let Err(error) = self.suspend_entry(entry).await {
+                Decision::Suspend => {
+                    if let Err(error) = self.suspend_entry(entry, None).await {
                         self.seams
                             .hooks
                             .on_error(&error, "suspend", Some(&entry.id));
@@ -243,6 +272,20 @@ impl Inner {
                 }
                 _ => return,
             }
+        }
+    }
+}
+
+/// Takes what a live session between turns holds; it is leaving memory.
+fn take_live(entry: &Entry) -> Result<Live> {
+    let mut state = entry.state();
+    match std::mem::replace(&mut state.phase, Phase::Leaving) {
+        Phase::Ready(live) => Ok(live),
+        other => {
+            state.phase = other;
+            Err(SessionError::internal(
+                "only a live session between turns can be suspended",
+            ))
         }
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use super::entry::{now_ms, Entry};
 use super::Inner;
-use crate::engine::session::SessionStatus;
+use crate::engine::session::lifecycle::{decide, Decision, Event, Input};
 
 /// Arms the idle timeout of `entry`, now idle or awaiting input.
 pub(super) fn arm_idle(inner: &Arc<Inner>, entry: &Entry) {
@@ -63,13 +63,12 @@ impl Inner {
                 let state = entry.state();
                 let status = state.record.as_ref().map(|r| r.summary.status);
                 state.generation == generation
-                    && matches!(
-                        status,
-                        Some(SessionStatus::Idle | SessionStatus::AwaitingInput)
-                    )
+                    && status.is_some_and(|status| {
+                        decide(status, Input::Event(Event::IdleTimeout)) == Decision::Suspend
+                    })
             };
             if current && !self.is_evicting(id) {
-                if let Err(error) = self.suspend_entry(&entry).await {
+                if let Err(error) = self.suspend_entry(&entry, None).await {
                     self.seams.hooks.on_error(&error, "suspend", Some(id));
                 }
             }
@@ -83,7 +82,8 @@ impl Inner {
             let _command = entry.commands.lock().await;
             if self.load(&entry).await.is_ok() {
                 let still = entry.state().record.as_ref().is_some_and(|r| {
-                    r.summary.status == SessionStatus::Suspended
+                    decide(r.summary.status, Input::Event(Event::SuspendedTooLong))
+                        == Decision::Discard
                         && r.summary.updated_at <= suspended_at
                 });
                 if still {

@@ -13,13 +13,13 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 
 use super::answers;
-use super::entry::{lock, now_ms, Entry, TurnSlot};
+use super::entry::{lock, CutTurn, Entry, Phase, Turn, TurnSlot};
 use super::messages::{self, pending_input_of};
-use super::{timers, Inner, TURN_TOO_LONG};
+use super::{timers, Inner, APPLICATION_STOPPED, SESSION_CLOSED, TURN_TOO_LONG};
 use crate::engine::agent::{TurnEnd, TurnInput, TurnReport, TurnStart};
 use crate::engine::error::{Result, SessionError};
-use crate::engine::session::lifecycle::{decide, Command, Decision};
-use crate::engine::session::{PendingInput, SessionStatus, SessionSummary, StoredMessage};
+use crate::engine::session::lifecycle::{decide, Command, Decision, Event, Input};
+use crate::engine::session::{SessionStatus, SessionSummary, StoredMessage};
 use crate::engine::ui::{MessageAccumulator, UiChunk};
 
 /// What `send()` is given.
@@ -95,28 +95,20 @@ impl Inner {
         loop {
             let guard = entry.commands.lock().await;
             self.load(entry).await?;
-            let (status, error, awaits) = {
+            let (status, error) = {
                 let state = entry.state();
                 let record = state.record_ref()?;
-                let awaits = record
-                    .summary
-                    .pending_input
-                    .as_ref()
-                    .is_some_and(|p| !p.is_empty());
-                (record.summary.status, record.summary.error.clone(), awaits)
+                (record.summary.status, record.summary.error.clone())
             };
             let refuse = || SessionError::in_status(&entry.id, status, error.as_deref());
-            match decide(status, command, awaits) {
+            match decide(status, Input::Command(command)) {
                 Decision::StartTurn => return self.begin_turn(entry, ask).await,
                 Decision::WaitReady => {
                     drop(guard);
                     self.wait_while(entry, SessionStatus::Preparing).await;
                 }
-                // The start this message waited for failed: the message gets its error.
-                Decision::Resume | Decision::StartAgain if brought_back => {
-                    let failure = entry.state().start_failure.take();
-                    return Err(failure.unwrap_or_else(refuse));
-                }
+                // The start this message waited for failed, or was cut short.
+                Decision::Resume | Decision::StartAgain if brought_back => return Err(refuse()),
                 Decision::Resume | Decision::StartAgain
                     if self.shut_down.load(std::sync::atomic::Ordering::SeqCst) =>
                 {
@@ -138,13 +130,21 @@ impl Inner {
     }
 
     /// Starts the turn of a session ready for it, under its command lock: the session is written
-    /// `busy` with the user's message before anything is acknowledged.
+    /// `busy` with the user's message, then the agent's stream is asked for; the agent's refusal
+    /// ends the turn and rejects the command.
     async fn begin_turn(self: &Arc<Self>, entry: &Arc<Entry>, ask: TurnAsk) -> Result<TurnStarted> {
         let slot = Arc::new(TurnSlot::default());
-        let (plan, previous) = {
+        let (plan, previous, lost) = {
             let mut state = entry.state();
             let previous = state.record_ref()?.clone();
-            let lost = state.paused_turn_lost;
+            let lost = match &state.phase {
+                Phase::Ready(live) => live.lost_turn,
+                _ => {
+                    return Err(SessionError::internal(
+                        "a session ready for a turn had no harness session",
+                    ))
+                }
+            };
             let record = state.record_mut()?;
             let (plan, index, accumulator) = match ask {
                 TurnAsk::Send(request) => {
@@ -165,15 +165,23 @@ impl Inner {
                     (plan, record.messages.len(), accumulator)
                 }
                 TurnAsk::Continue(request) => {
-                    let pending = record.summary.pending_input.clone().unwrap_or_default();
                     let index = record
                         .messages
                         .iter()
                         .rposition(|m| m.role().as_deref() == Some("assistant"))
                         .ok_or_else(|| {
-                            SessionError::internal("a session awaiting input had no reply")
+                            SessionError::conflict(
+                                &entry.id,
+                                record.summary.status,
+                                answers::NO_ANSWER,
+                            )
                         })?;
                     let paused = record.messages[index].to_value();
+                    let pending = record
+                        .summary
+                        .pending_input
+                        .clone()
+                        .unwrap_or_else(|| pending_input_of(&paused, true));
                     let collected = answers::collect(&entry.id, &pending, &request)?;
                     let input = if lost {
                         TurnInput::Prompt(collected.words())
@@ -196,6 +204,16 @@ impl Inner {
                     {
                         let _ = accumulator.push(&chunk);
                     }
+                    if lost {
+                        // What the answers leave open was asked by the lost turn: closed.
+                        let mut answered = accumulator.message().clone();
+                        if messages::close_unanswered_calls(
+                            &mut answered,
+                            messages::LOST_WITH_THE_TURN,
+                        ) {
+                            accumulator = new_reply(Some(answered), message_id.clone())?;
+                        }
+                    }
                     let continues = Some(accumulator.message().clone());
                     let plan = Plan {
                         turn_id: request.turn_id,
@@ -208,19 +226,31 @@ impl Inner {
             };
             record.summary.pending_input = None;
             record.summary.error = None;
-            state.paused_turn_lost = false;
-            state.reply = Some((index, accumulator));
-            state.turn = Some(slot.clone());
-            state.set_status(SessionStatus::Busy, now_ms())?;
-            (plan, previous)
+            let Phase::Ready(mut live) = std::mem::replace(&mut state.phase, Phase::Kept) else {
+                unreachable!("the phase was checked above, under the same lock");
+            };
+            live.lost_turn = false;
+            state.phase = Phase::Busy(
+                live,
+                Box::new(Turn {
+                    slot: slot.clone(),
+                    index,
+                    reply: accumulator,
+                    policy_decisions: None,
+                }),
+            );
+            state.apply(Event::TurnBegan)?;
+            (plan, previous, lost)
         };
         let session = match self.save(entry, None).await {
             Ok(summary) => summary,
             Err(error) => {
                 let mut state = entry.state();
+                if let Phase::Busy(mut live, _) = std::mem::replace(&mut state.phase, Phase::Kept) {
+                    live.lost_turn = lost;
+                    state.phase = Phase::Ready(live);
+                }
                 state.record = Some(previous);
-                state.reply = None;
-                state.turn = None;
                 return Err(error);
             }
         };
@@ -229,10 +259,25 @@ impl Inner {
             .turns
             .insert(plan.turn_id, Arc::downgrade(&slot));
         let message_id = plan.message_id.clone();
+        let first = self
+            .start_stream(entry, &slot, &plan, plan.input.clone(), false)
+            .await;
+        let reports = match first {
+            Ok(reports) => reports,
+            Err(error) => {
+                let read = Reading {
+                    failure: Some(error.clone()),
+                    ..Reading::default()
+                };
+                self.finish_turn(entry, &slot, plan.turn_id, read, &[])
+                    .await;
+                return Err(error);
+            }
+        };
         let inner = self.clone();
         let driven = entry.clone();
         tokio::spawn(async move {
-            let drive = inner.drive(&driven, &slot, plan);
+            let drive = inner.drive(&driven, &slot, plan, reports);
             if let Err(panic) =
                 futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(drive)).await
             {
@@ -247,39 +292,48 @@ impl Inner {
         })
     }
 
+    /// Asks the agent for a stream of the turn (`stream()` or `continueStream()`).
+    async fn start_stream(
+        &self,
+        entry: &Entry,
+        slot: &TurnSlot,
+        plan: &Plan,
+        input: TurnInput,
+        drop_start: bool,
+    ) -> Result<UnboundedReceiver<TurnReport>> {
+        let Some(harness) = entry.state().harness() else {
+            return Err(SessionError::internal(
+                "a busy session had no harness session",
+            ));
+        };
+        let (feed, reports) = crate::engine::agent::TurnFeed::channel();
+        let start = TurnStart {
+            turn_id: plan.turn_id,
+            input,
+            message_id: plan.message_id.clone(),
+            continues: plan.continues.clone(),
+            drop_start,
+            hold_approvals: self.seams.hooks.approves(),
+        };
+        let control = harness.start_turn(start, feed).await?;
+        slot.install(control);
+        Ok(reports)
+    }
+
     /// Reads the turn to its end, lets the policy answer approvals, and ends it.
-    async fn drive(self: &Arc<Self>, entry: &Arc<Entry>, slot: &Arc<TurnSlot>, plan: Plan) {
+    async fn drive(
+        self: &Arc<Self>,
+        entry: &Arc<Entry>,
+        slot: &Arc<TurnSlot>,
+        plan: Plan,
+        first: UnboundedReceiver<TurnReport>,
+    ) {
         let deadline = self.options.turn_timeout.map(|d| Instant::now() + d);
         let mut read = Reading::default();
-        let mut input = plan.input;
-        let mut drop_start = false;
         let mut policy = PolicyRounds::default();
-        let mut sent = sent_approvals(&input);
+        let mut sent = sent_approvals(&plan.input);
+        let mut reports = first;
         loop {
-            let harness = entry.state().harness.clone();
-            let Some(harness) = harness else {
-                read.failure = Some(SessionError::internal(
-                    "a busy session had no harness session",
-                ));
-                read.tell_client = true;
-                break;
-            };
-            let (feed, mut reports) = crate::engine::agent::TurnFeed::channel();
-            let start = TurnStart {
-                turn_id: plan.turn_id,
-                input: input.clone(),
-                message_id: plan.message_id.clone(),
-                continues: plan.continues.clone(),
-                drop_start,
-            };
-            match harness.start_turn(start, feed).await {
-                Ok(control) => slot.install(control),
-                Err(error) => {
-                    read.failure = Some(error);
-                    read.tell_client = true;
-                    break;
-                }
-            }
             let end = self
                 .read_reports(entry, slot, &mut reports, deadline, &mut read)
                 .await;
@@ -292,22 +346,44 @@ impl Inner {
                     message: failure.message,
                     origin: failure.origin,
                 });
-                break;
             }
-            if slot.cut_reason().is_some() {
-                break;
-            }
-            match self.policy_answers(entry, &mut policy).await {
-                Some(approvals) => {
-                    sent = approvals.clone();
-                    input = TurnInput::Continue {
-                        approvals,
-                        tool_results: Vec::new(),
-                    };
-                    drop_start = true;
-                    read.finish = None;
+            let step = if read.failure.is_none() && slot.cut_reason().is_none() {
+                self.policy_answers(entry, &mut policy).await
+            } else {
+                PolicyStep::None
+            };
+            // The held requests go out now, each answered one with its answer after them.
+            let mut shown = std::mem::take(&mut read.requests);
+            let approvals = match step {
+                PolicyStep::Continue { responses, chunks } => {
+                    shown.extend(chunks);
+                    Some(responses)
                 }
-                None => break,
+                PolicyStep::Pause { chunks } => {
+                    shown.extend(chunks);
+                    None
+                }
+                PolicyStep::None => None,
+            };
+            if !shown.is_empty() && !slot.client_gone.load(std::sync::atomic::Ordering::SeqCst) {
+                self.seams.clients.deliver(plan.turn_id, shown);
+            }
+            let Some(approvals) = approvals else {
+                break;
+            };
+            sent = approvals.clone();
+            let input = TurnInput::Continue {
+                approvals,
+                tool_results: Vec::new(),
+            };
+            read.finish = None;
+            match self.start_stream(entry, slot, &plan, input, true).await {
+                Ok(next) => reports = next,
+                Err(error) => {
+                    read.failure = Some(error);
+                    read.tell_client = true;
+                    break;
+                }
             }
         }
         self.end_turn(entry, slot, plan.turn_id, read, &sent).await;
@@ -375,76 +451,115 @@ impl Inner {
                 () = checkpoint => {
                     dirty = false;
                     next_checkpoint = Instant::now() + interval;
-                    self.save_or_report(entry, None, "save").await;
+                    self.save_or_report(entry, None, "write").await;
                 }
             }
         }
     }
 
-    /// Adds reported chunks to the reply; a `finish` is held back for the end.
+    /// Adds reported chunks to the reply; a `finish` is held back for the end, and so are the
+    /// approval requests while the `approve` policy answers them.
     fn take_chunks(&self, entry: &Entry, chunks: Vec<UiChunk>, read: &mut Reading) {
+        let holding = self.seams.hooks.approves();
         let mut state = entry.state();
-        let Some((_, reply)) = state.reply.as_mut() else {
+        let Some(turn) = state.turn_mut() else {
             return;
         };
         for chunk in chunks {
             // A protocol error halts the reply as `readUIMessageStream` would; the turn goes on.
-            let _ = reply.push(&chunk);
-            if chunk.type_name() == "finish" {
-                read.finish = Some(chunk);
+            let _ = turn.reply.push(&chunk);
+            match chunk.type_name() {
+                "finish" => read.finish = Some(chunk),
+                "tool-approval-request" if holding => read.requests.push(chunk),
+                _ => {}
             }
         }
     }
 
-    /// The answers the `approve` policy gives to the approvals the turn paused on, when it
-    /// answers every one of them (the turn then goes on); `None` leaves them to a person, keeping
-    /// the policy's answers in `pendingInput.approvals[].decision`.
-    async fn policy_answers(&self, entry: &Entry, policy: &mut PolicyRounds) -> Option<Vec<Value>> {
+    /// What the `approve` policy makes of the approvals a stream of the turn paused on (the
+    /// harness session holding an unfinished turn): every one answered, the turn goes on; some
+    /// left to a person, the turn pauses with the answers given kept as their `decision`.
+    /// The answers are written into the reply.
+    async fn policy_answers(&self, entry: &Entry, policy: &mut PolicyRounds) -> PolicyStep {
         if !self.seams.hooks.approves() {
-            return None;
+            return PolicyStep::None;
         }
-        let (pending, summary) = {
+        let (pending, summary, harness) = {
             let state = entry.state();
-            let (_, reply) = state.reply.as_ref()?;
-            let pending = pending_input_of(reply.message(), true);
-            let summary = state.record.as_ref()?.summary.clone();
-            (pending, summary)
+            let (Some(turn), Some(record)) = (state.turn(), state.record.as_ref()) else {
+                return PolicyStep::None;
+            };
+            let pending = pending_input_of(turn.reply.message(), true);
+            (pending, record.summary.clone(), state.harness())
         };
         if pending.approvals.is_empty() {
-            return None;
+            return PolicyStep::None;
         }
-        let mut responses = Vec::new();
-        let mut decided = pending.clone();
-        let previous = std::mem::take(&mut policy.last_round);
-        for approval in decided.approvals.iter_mut() {
+        let unfinished = match harness {
+            Some(harness) => harness.has_unfinished_turn().await.unwrap_or(false),
+            None => false,
+        };
+        if !unfinished {
+            return PolicyStep::None;
+        }
+        let asks = pending.approvals.iter().map(|approval| {
             let key = (approval.tool_name.clone(), approval.input.clone());
-            if previous.contains(&key) || policy.answered >= MOST_POLICY_ANSWERS {
-                continue;
-            }
-            match self.seams.hooks.approve(approval, &summary).await {
-                Ok(Some(verdict)) => {
-                    policy.answered += 1;
-                    policy.last_round.push(key);
-                    responses.push(answers::approval_response(&approval.approval_id, &verdict));
-                    approval.decision = Some(verdict);
+            let skip = policy.last_round.contains(&key) || policy.answered >= MOST_POLICY_ANSWERS;
+            let summary = &summary;
+            async move {
+                if skip {
+                    return None;
                 }
-                Ok(None) => {}
-                Err(error) => self
-                    .seams
-                    .hooks
-                    .on_error(&error, "approve", Some(&entry.id)),
+                match self.seams.hooks.approve(approval, summary).await {
+                    Ok(verdict) => verdict,
+                    Err(error) => {
+                        self.seams
+                            .hooks
+                            .on_error(&error, "approve", Some(&entry.id));
+                        None
+                    }
+                }
+            }
+        });
+        let verdicts = futures::future::join_all(asks).await;
+        let mut decided = pending.clone();
+        let mut responses = Vec::new();
+        for (approval, verdict) in decided.approvals.iter_mut().zip(verdicts) {
+            if let Some(verdict) = verdict {
+                responses.push(answers::approval_response(&approval.approval_id, &verdict));
+                approval.decision = Some(verdict);
             }
         }
-        let all = decided.approvals.iter().all(|a| a.decision.is_some());
-        if all && decided.tool_calls.is_empty() && !responses.is_empty() {
-            return Some(responses);
+        if responses.is_empty() {
+            return PolicyStep::None;
         }
+        policy.last_round = decided
+            .approvals
+            .iter()
+            .filter(|a| a.decision.is_some())
+            .map(|a| (a.tool_name.clone(), a.input.clone()))
+            .collect();
+        policy.answered += responses.len();
+        let chunks = answers::answer_chunks(&responses, &[]);
+        let everything =
+            responses.len() == decided.approvals.len() && decided.tool_calls.is_empty();
         let mut state = entry.state();
-        state.policy_decisions = Some(decided);
-        None
+        if let Some(turn) = state.turn_mut() {
+            for chunk in &chunks {
+                let _ = turn.reply.push(chunk);
+            }
+            if !everything {
+                turn.policy_decisions = Some(decided);
+            }
+        }
+        if everything {
+            PolicyStep::Continue { responses, chunks }
+        } else {
+            PolicyStep::Pause { chunks }
+        }
     }
 
-    /// Ends the turn: the session written `idle` or `awaiting-input`, then the client told.
+    /// Ends the turn under the command lock: see [`Inner::finish_turn`].
     async fn end_turn(
         self: &Arc<Self>,
         entry: &Arc<Entry>,
@@ -456,71 +571,111 @@ impl Inner {
         // The end of a turn is a change of status like a command's: under the command lock, so
         // that the next message cannot start (and be written) between this status and its write.
         // No command waits for a turn to end while it holds the lock.
-        let command = entry.commands.lock().await;
+        let _command = entry.commands.lock().await;
+        self.finish_turn(entry, slot, turn_id, read, sent).await;
+    }
+
+    /// Ends the turn, the caller holding the command lock: `awaiting-input` when the harness
+    /// session still holds an unfinished turn, `idle` otherwise, however the turn ended; written,
+    /// then the client told. A turn cut short by a close or a shutdown writes nothing itself:
+    /// whoever ends the session writes it and finishes the client.
+    async fn finish_turn(
+        self: &Arc<Self>,
+        entry: &Arc<Entry>,
+        slot: &TurnSlot,
+        turn_id: u64,
+        read: Reading,
+        sent: &[Value],
+    ) {
         let cut = slot.cut_reason();
-        let failed = read.failure.is_some();
+        let owned = matches!(cut.as_deref(), Some(SESSION_CLOSED | APPLICATION_STOPPED));
+        let harness = entry.state().harness();
+        let unfinished = match harness {
+            Some(harness) => match harness.has_unfinished_turn().await {
+                Ok(unfinished) => unfinished,
+                Err(error) => {
+                    self.seams.hooks.on_error(&error, "turn", Some(&entry.id));
+                    false
+                }
+            },
+            None => false,
+        };
+        let mut closing = Vec::new();
+        let gone = slot.client_gone.load(std::sync::atomic::Ordering::SeqCst);
         {
             let mut state = entry.state();
-            let decisions = state.policy_decisions.take();
-            let reply = state.reply.take();
-            state.turn = None;
+            let (live, turn) = match std::mem::replace(&mut state.phase, Phase::Kept) {
+                Phase::Busy(live, turn) => (live, turn),
+                other => {
+                    state.phase = other;
+                    return;
+                }
+            };
+            state.phase = Phase::Ready(live);
             let result = (|| -> Result<()> {
                 let record = state.record_mut()?;
-                let mut pending = PendingInput::default();
-                if let Some((index, reply)) = reply {
-                    let message = reply.into_message();
-                    if !failed && cut.is_none() {
-                        pending = pending_input_of(&message, read.paused());
-                        if let Some(decisions) = decisions {
-                            answers::keep_decisions(&mut pending, &decisions);
-                        }
-                        answers::keep_sent_answers(&mut pending, sent);
-                    }
-                    let has_parts = message
-                        .get("parts")
-                        .and_then(Value::as_array)
-                        .is_some_and(|p| !p.is_empty());
-                    if index < record.messages.len() {
-                        record.messages[index] = StoredMessage::from_value(&message);
-                    } else if has_parts {
-                        record.messages.push(StoredMessage::from_value(&message));
-                    }
+                let Turn {
+                    index,
+                    reply,
+                    policy_decisions,
+                    ..
+                } = *turn;
+                let message = reply.into_message();
+                let has_parts = message
+                    .get("parts")
+                    .and_then(Value::as_array)
+                    .is_some_and(|p| !p.is_empty());
+                if index < record.messages.len() {
+                    record.messages[index] = StoredMessage::from_value(&message);
+                } else if has_parts {
+                    record.messages.push(StoredMessage::from_value(&message));
                 }
+                record.summary.pending_input = unfinished.then(|| {
+                    let mut pending =
+                        policy_decisions.unwrap_or_else(|| pending_input_of(&message, true));
+                    answers::keep_sent_answers(&mut pending, sent);
+                    pending
+                });
                 if let Some(usage) = read.usage.as_ref() {
                     record.summary.usage = messages::add_usage(record.summary.usage.take(), usage);
                 }
-                record.summary.error = read
-                    .failure
-                    .as_ref()
-                    .map(ToString::to_string)
-                    .or_else(|| cut.clone());
-                let status = if pending.is_empty() {
-                    record.summary.pending_input = None;
-                    SessionStatus::Idle
-                } else {
-                    record.summary.pending_input = Some(pending);
-                    SessionStatus::AwaitingInput
-                };
-                state.set_status(status, now_ms())
+                if !owned {
+                    record.summary.error = read
+                        .failure
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .or_else(|| cut.clone());
+                }
+                Ok(())
             })();
             if let Err(error) = result {
                 self.seams.hooks.on_error(&error, "turn", Some(&entry.id));
             }
-        }
-        if let Some(failure) = read.failure.as_ref() {
-            self.seams.hooks.on_error(failure, "turn", Some(&entry.id));
+            if owned {
+                closing.extend(read.finish.clone());
+                state.cut_turn = Some(CutTurn {
+                    turn_id,
+                    closing,
+                    client_gone: gone,
+                });
+                drop(state);
+                entry.notify();
+                return;
+            }
+            if let Err(error) = state.apply(Event::TurnEnded { unfinished }) {
+                self.seams.hooks.on_error(&error, "turn", Some(&entry.id));
+            }
         }
         let summary = match self.save(entry, None).await {
             Ok(summary) => summary,
             Err(error) => {
-                self.seams.hooks.on_error(&error, "save", Some(&entry.id));
+                self.seams.hooks.on_error(&error, "write", Some(&entry.id));
                 match entry.snapshot() {
                     Ok(record) => record.summary,
                     Err(_) => return,
                 }
             }
         };
-        let mut closing = Vec::new();
         if read.tell_client {
             if let Some(failure) = read.failure.as_ref() {
                 let text = self.seams.hooks.client_message(failure).await;
@@ -530,7 +685,6 @@ impl Inner {
         if let Some(finish) = read.finish {
             closing.push(finish);
         }
-        let gone = slot.client_gone.load(std::sync::atomic::Ordering::SeqCst);
         if !closing.is_empty() && !gone {
             self.seams.clients.deliver(turn_id, closing);
         }
@@ -538,8 +692,20 @@ impl Inner {
         self.seams.clients.finish(turn_id, &summary);
         entry.notify();
         timers::arm_idle(self, entry);
-        drop(command);
     }
+}
+
+/// What the `approve` policy made of a pause of the turn.
+enum PolicyStep {
+    /// Nothing: the turn ends there.
+    None,
+    /// Every approval answered: the turn goes on with `responses`; `chunks` show them.
+    Continue {
+        responses: Vec<Value>,
+        chunks: Vec<UiChunk>,
+    },
+    /// Some answered (shown by `chunks`), the rest left to a person: the turn pauses.
+    Pause { chunks: Vec<UiChunk> },
 }
 
 /// The approval answers a continuation sends.
@@ -565,29 +731,13 @@ struct PolicyRounds {
     last_round: Vec<(String, Value)>,
 }
 
-impl Reading {
-    /// Whether the agent's stream ended on a pause (`finishReason` `tool-calls` or `other`),
-    /// rather than at the end of its answer.
-    fn paused(&self) -> bool {
-        let reason = self
-            .finish
-            .as_ref()
-            .map(UiChunk::to_value)
-            .and_then(|finish| {
-                finish
-                    .get("finishReason")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            });
-        matches!(reason.as_deref(), Some("tool-calls" | "other"))
-    }
-}
-
 /// What the driver learned of the turn so far.
 #[derive(Default)]
 struct Reading {
     /// The `finish` chunk held back for the end.
     finish: Option<UiChunk>,
+    /// The approval requests of the last stream, held back while the policy answers them.
+    requests: Vec<UiChunk>,
     /// The tokens used, summed over the agent's streams.
     usage: Option<Value>,
     /// The error the turn failed with.

@@ -323,6 +323,11 @@ impl PortBook {
         Some(self.ports[index])
     }
 
+    /// Frees every port.
+    pub fn free_all(&mut self) {
+        self.holders.iter_mut().for_each(|holder| *holder = None);
+    }
+
     /// The port `lease` holds.
     pub fn port_of(&self, lease: u64) -> Option<u16> {
         let index = self.holders.iter().position(|h| *h == Some(lease))?;
@@ -483,7 +488,13 @@ impl SessionSandboxes for SharedSandbox {
         Ok(())
     }
 
+    /// Frees every port; stops the sandbox with `stopWhenUnused` only. Without it, the sandbox
+    /// keeps running (its first start installed the harness in it, which takes minutes).
     async fn shutdown(&self) -> Result<()> {
+        lock(&self.shared.book).free_all();
+        if !self.shared.stop_when_unused {
+            return Ok(());
+        }
         let mut sandbox = self.shared.sandbox.lock().await;
         match sandbox.take() {
             Some(open) => open.stop().await,
@@ -692,8 +703,12 @@ mod tests {
         assert_eq!(counts.stops.load(Ordering::SeqCst), 0, "kept running");
         assert!(shared.is_open().await);
         shared.shutdown().await.expect("shut down");
-        assert_eq!(counts.stops.load(Ordering::SeqCst), 1);
-        assert!(!shared.is_open().await);
+        assert_eq!(
+            counts.stops.load(Ordering::SeqCst),
+            0,
+            "without stopWhenUnused, shutdown() leaves it running"
+        );
+        assert!(shared.is_open().await);
     }
 
     #[tokio::test]
@@ -735,6 +750,16 @@ mod tests {
         }
         assert!(shared.held_ports().is_empty());
         assert_eq!(counts.stops.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn with_stop_when_unused_shutdown_stops_it_and_frees_the_ports() {
+        let (shared, counts) = counting(vec![4001], true);
+        let _held = shared.acquire("a", false).await.expect("a lease");
+        shared.shutdown().await.expect("shut down");
+        assert!(shared.held_ports().is_empty());
+        assert_eq!(counts.stops.load(Ordering::SeqCst), 1);
+        assert!(!shared.is_open().await);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
