@@ -3,7 +3,7 @@
 // harness-sessions-claude-code:latest (scripts/docker/build-claude-code-image.sh, the bootstrap
 // baked in from .cache/claude-code), against the mock of the Anthropic Messages API. The CLI must
 // reach nothing but the mock: every test ends by checking the catcher its proxies point at.
-import { approval, denial, newProcess, suspendThenMessage, textTurn, twoInOneSandbox } from './support/claude-code-cases.mjs';
+import { approval, approvalAcrossSuspension, denial, newProcess, suspendThenMessage, textTurn, twoInOneSandbox } from './support/claude-code-cases.mjs';
 import { claudeCodeSuite } from './support/claude-code-suite.mjs';
 
 const suite = await claudeCodeSuite('docker');
@@ -13,4 +13,5 @@ suite.test('a Bash command asking approval: awaiting-input, continue() from the 
 suite.test('a denial: the CLI is told, the file is not written, the session goes on', denial);
 suite.test('suspend() then a message: the container starts again and the mock receives the earlier conversation', suspendThenMessage);
 suite.test('a new process on the same SQLite file resumes the session, the earlier conversation sent to the mock', newProcess);
+suite.test('an approval pending across a suspension, answered after the resume within seconds: the agent told the answer', approvalAcrossSuspension);
 suite.test('two sessions side by side in one shared container, each with its port and in its own folder', twoInOneSandbox);

@@ -143,34 +143,39 @@ export async function newProcess({ world, manager, ready, fresh, scratch, inNewP
 }
 
 /**
- * An approval pending across a suspension, answered after the resume: the agent is told the answer
- * at once (never after the bridge's two-minute approval timeout).
+ * An approval pending across a suspension, answered after the resume: the suspension stopped the
+ * bridge that held the paused turn, so the resumed CLI is told the answer in words, at once (never
+ * after the bridge's two-minute approval timeout), with the earlier conversation.
  */
 export async function approvalAcrossSuspension({ world, manager, ready, fresh }) {
   const { sessions } = await manager();
   const id = fresh('pending');
   await ready(sessions, id);
   world.mock.clearReplies();
-  const before = world.mainRequests().length;
-  world.mock.reply(...writeThenRead('later.txt', 'answered after a suspension', 'Done after the resume.'));
+  const command = "printf '%s\\n' 'answered after a suspension' > later.txt && pwd";
+  world.mock.reply({ text: 'I will write later.txt.', toolUse: { name: 'Bash', input: { command, description: 'Write later.txt' } } });
   const first = await readTurnResponse(await sessions.send(id, { message: userMessage('Write later.txt') }));
   assert.equal(first.session.status, 'awaiting-input');
   await sessions.suspend(id);
   const suspended = await sessions.get(id);
   assert.equal(suspended.status, 'suspended');
   assert.equal(suspended.pendingInput?.approvals?.length, 1, 'the approval is still pending while suspended');
+  const before = world.mainRequests().length;
+  world.mock.reply({ text: 'You approved it after the pause: noted.' });
   const answered = answerApprovals(first.message, true);
   const started = Date.now();
   const second = await readTurnResponse(await sessions.continue(id, { message: answered }), answered);
   const seconds = (Date.now() - started) / 1000;
   assert.equal(second.session.status, 'idle', `the turn went on: ${second.session.error ?? ''}`);
-  assert.match(textOf(second.message), /Done after the resume\./);
+  assert.match(textOf(second.message), /You approved it after the pause: noted\./);
   // A bound far above a resume (seconds) and below the bridge's approval timeout (120 s): what
   // fails here is the answer waiting for that timeout, not a slow machine.
   assert.ok(seconds < 100, `answered after the resume in ${seconds} s`);
-  const [afterBash, afterRead] = world.mainRequests().slice(before + 1);
-  assert.notEqual(requestToolResults(afterBash).at(-1)?.is_error, true, 'the CLI was told the approval, not a timeout or a denial');
-  assert.match(lastToolOutput(afterRead), /answered after a suspension/);
+  const told = world.mainRequests()[before];
+  const users = requestTexts(told, 'user').join('\n');
+  assert.match(users, /The session was suspended while you waited for my answers/, 'the CLI is told the answer in words');
+  assert.match(users, /- I approve bash .*later\.txt/, 'with the approval of the command');
+  assert.match(users, /Write later\.txt/, 'after the earlier conversation');
   await sessions.close(id);
   world.assertNothingCaught();
 }
