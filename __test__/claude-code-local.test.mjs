@@ -3,12 +3,6 @@
 // isolation) with its bootstrap in /tmp/harness/claude-code (seeded from .cache/claude-code),
 // against the mock of the Anthropic Messages API. The CLI must reach nothing but the mock: every
 // test ends by checking the catcher its proxies point at.
-//
-// Not run by CI (`.off`) until localSandbox lets its file API reach /tmp/harness (issue 11 item 1,
-// helper D): today every session fails at its bootstrap ("is outside the sandbox's working
-// directories"). Run it under its
-// own name without `.off` (Node reads the extension):
-//   cp __test__/claude-code-pending-local.test.mjs.off __test__/claude-code-pending-local.test.mjs && HARNESS_SESSIONS_TEST=1 node --test __test__/claude-code-pending-local.test.mjs
 import { approval, approvalAcrossSuspension, denial, newProcess, suspendThenMessage, textTurn, twoInOneSandbox } from './support/claude-code-cases.mjs';
 import { claudeCodeSuite } from './support/claude-code-suite.mjs';
 
