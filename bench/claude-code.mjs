@@ -54,17 +54,18 @@ function ping(host) {
   });
 }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    import('node:net').then(({ createServer }) => {
+/** A free port below the kernel's ephemeral range (see __test__/support/claude-code.mjs). */
+async function freePort() {
+  const { createServer } = await import('node:net');
+  for (;;) {
+    const port = 20000 + Math.floor(Math.random() * 12000);
+    const free = await new Promise((resolve) => {
       const server = createServer();
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => {
-        const { port } = server.address();
-        server.close(() => resolve(port));
-      });
+      server.once('error', () => resolve(false));
+      server.listen(port, '0.0.0.0', () => server.close(() => resolve(true)));
     });
-  });
+    if (free) return port;
+  }
 }
 
 /** Reads a turn's stream; resolves to the time of its first `text-delta` from `started`. */

@@ -23,16 +23,21 @@ export const QUIET_CLAUDE_CODE_ENV = {
   CLAUDE_CODE_DISABLE_TERMINAL_TITLE: '1',
 };
 
-/** A free TCP port of this host (for a bridge: Docker sandboxes with ports use host networking). */
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
+/**
+ * A free TCP port of this host for a bridge (Docker sandboxes with ports use host networking),
+ * picked below the kernel's ephemeral range (32768 and up): a port the kernel hands out to some
+ * other process's `listen(0)` while a suspended session's bridge is down would be taken from it.
+ */
+export async function freePort() {
+  for (;;) {
+    const port = 20000 + Math.floor(Math.random() * 12000);
+    const free = await new Promise((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '0.0.0.0', () => server.close(() => resolve(true)));
     });
-  });
+    if (free) return port;
+  }
 }
 
 /**
