@@ -12,10 +12,13 @@
 //    (the example's shutdown handler) and found again at the next start.
 //
 // Environment: PORT; DEMO_DATA_DIR (default examples/next-chat/data: the SQLite file and the
-// sandbox's folders); DEMO_SANDBOX=docker (with DEMO_DOCKER_IMAGE, DOCKER_HOST); ANTHROPIC_API_KEY
-// for Claude Code instead of the scripted agent; DEMO_KEEP_ADDON=1 packs the release addon as it
-// is when there is one (to work on the example while the Rust sources change). `--build-only` stops
-// after step 4; `--no-build` skips steps 1 to 4 (the tests build once, then start the server twice).
+// sandbox's folders); DEMO_SANDBOX=docker (with DEMO_DOCKER_IMAGE, DOCKER_HOST);
+// DEMO_AGENT=claude-code for the real Claude Code instead of the scripted agent, against a mock
+// model in the server unless ANTHROPIC_API_KEY is set (a key alone also picks Claude Code): its
+// bootstrap is prepared before the server starts (step 4b); DEMO_KEEP_ADDON=1 packs the release
+// addon as it is when there is one (to work on the example while the Rust sources change).
+// `--build-only` stops after step 4; `--no-build` skips steps 1 to 4 (the tests build once, then
+// start the server twice).
 //
 // The README asks for Node 22 or 24: the example's dependencies (`ai`, `@ai-sdk/harness`) declare
 // it, and npm prints engine warnings on an older Node.
@@ -82,6 +85,18 @@ if (noBuild) {
   }
   console.log(`\nnpm run demo: ready to start in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   if (buildOnly) process.exit(0);
+}
+
+// 4b. Claude Code's bootstrap (the bridge and the CLI, about 300 MB, cached under .cache/claude-code):
+// laid out in /tmp/harness/claude-code for localSandbox, baked into harness-sessions-claude-code:latest
+// for dockerSandbox. Quick when it is there already.
+if (process.env.DEMO_AGENT === 'claude-code' || process.env.ANTHROPIC_API_KEY) {
+  if (process.env.DEMO_SANDBOX === 'docker') {
+    if (process.env.DEMO_DOCKER_IMAGE === undefined) run('bash', [join(root, 'scripts', 'docker', 'build-claude-code-image.sh')]);
+  } else {
+    const { seedLocalBootstrap } = await import('./claude-code-bootstrap.mjs');
+    console.log(`\nClaude Code's bootstrap in /tmp/harness/claude-code: ${await seedLocalBootstrap(undefined, { log: (line) => console.log(line) })}`);
+  }
 }
 
 // 5. The server. Next.js leaves SIGTERM and SIGINT to the example (NEXT_MANUAL_SIG_HANDLE), which

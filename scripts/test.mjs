@@ -35,10 +35,16 @@ const all = readdirSync(new URL('../__test__/', import.meta.url))
 const isPackageTest = (path) => /\/package-(?!boundary)[^/]*\.test\.mjs$/.test(path);
 const tests = all.filter((path) => !isPackageTest(path));
 const packageTests = all.filter(isPackageTest);
-if (tests.length > 0) {
-  run(process.execPath, ['--test', '--test-concurrency=1', '--test-timeout=300000', ...tests], { env });
-  run(nodeBinary(24), ['--test', '--test-concurrency=1', '--test-timeout=300000', ...tests], { env });
+// The real Claude Code's end-to-end tests run once, on this machine's Node, after the others: they
+// start the real CLI (cached bootstrap, about 300 MB) and are the slowest of all.
+const isClaudeCode = (path) => path.startsWith('__test__/claude-code-');
+const main = tests.filter((path) => !isClaudeCode(path));
+const claudeCode = tests.filter(isClaudeCode);
+if (main.length > 0) {
+  run(process.execPath, ['--test', '--test-concurrency=1', '--test-timeout=300000', ...main], { env });
+  run(nodeBinary(24), ['--test', '--test-concurrency=1', '--test-timeout=300000', ...main], { env });
 }
+if (claudeCode.length > 0) run(process.execPath, ['--test', '--test-concurrency=1', '--test-timeout=600000', ...claudeCode], { env });
 run(process.execPath, ['scripts/typecheck.mjs']);
 if (packageTests.length > 0) {
   run(process.execPath, ['--test', '--test-concurrency=1', '--test-timeout=900000', ...packageTests], { env });
@@ -56,6 +62,7 @@ function startDocker(env) {
     const host = /DOCKER_HOST=(\S+)/.exec(out)?.[1];
     if (host) env.DOCKER_HOST = host;
     run('bash', ['scripts/docker/build-test-image.sh'], { env });
+    run('bash', ['scripts/docker/build-claude-code-image.sh'], { env });
   } catch (error) {
     if (env.HARNESS_SESSIONS_REQUIRE_DOCKER === '1') throw error;
     console.log(`\nNo Docker Engine (${error.message}): the Docker tests will skip.`);

@@ -291,3 +291,138 @@ export function createDeferred<T = void>(): {
   resolve(value: T): void;
   reject(reason?: unknown): void;
 };
+
+// ─── The Anthropic Messages API mock ────────────────────────────────────────
+
+/** A tool call the mock's model makes: a `tool_use` block. */
+export interface AnthropicMockToolUse {
+  name: string;
+  /** Default: `{}`. Streamed as `input_json_delta` pieces. */
+  input?: unknown;
+  /** Default: `toolu_mock_<random>`. */
+  id?: string;
+}
+
+/** What the mock answers one `POST /v1/messages`. */
+export interface AnthropicMockReply {
+  /** A `text` block. */
+  text?: string;
+  /** A `thinking` block, before the text. */
+  thinking?: string;
+  /** A `tool_use` block, after the text. */
+  toolUse?: AnthropicMockToolUse;
+  /** More `tool_use` blocks. */
+  toolUses?: AnthropicMockToolUse[];
+  /** Default: `'tool_use'` with a tool call, else `'end_turn'`. */
+  stopReason?: 'end_turn' | 'tool_use' | 'max_tokens' | 'stop_sequence' | 'pause_turn' | 'refusal';
+  /** Default: the request's model. */
+  model?: string;
+  /** Default: rough counts of the request and the answer. */
+  usage?: { inputTokens?: number; outputTokens?: number };
+  /** Answer with an HTTP error and an Anthropic error body instead. Default status 500, type `api_error`. */
+  error?: { status?: number; type?: string; message?: string };
+  /** Stream the content, then an `error` event instead of `message_delta`/`message_stop`. */
+  streamError?: { type?: string; message?: string };
+  /** Wait this long before answering. */
+  delayMs?: number;
+}
+
+/** A request the mock received, whatever its path. */
+export interface AnthropicMockRequest {
+  method: string;
+  /** Without the query, e.g. `/v1/messages`. */
+  path: string;
+  /** The query with its `?`, or `''`. */
+  query: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** The JSON body parsed (the raw text when it is not JSON). */
+  body: any;
+  /** Whether the request asked for server-sent events. */
+  stream: boolean;
+  /** When it arrived (`Date.now()`). */
+  at: number;
+  /** What the mock answered: set once it is chosen. */
+  reply: AnthropicMockReply | { countTokens: true } | undefined;
+}
+
+export type AnthropicMockReplySource =
+  | AnthropicMockReply
+  | ((request: AnthropicMockRequest) => AnthropicMockReply | Promise<AnthropicMockReply>);
+
+export interface AnthropicMockOptions {
+  /** Replies for the coming `/v1/messages` requests, in order (more with `reply()`). */
+  replies?: AnthropicMockReplySource[];
+  /** Asked first for each `/v1/messages` request: a reply, or `undefined` to use the queue. */
+  respond?: (request: AnthropicMockRequest) => AnthropicMockReply | undefined | Promise<AnthropicMockReply | undefined>;
+  /** The reply when the queue is empty. Default: `{ text: 'OK' }`. */
+  fallback?: AnthropicMockReply;
+  /** The model of the answers when the request names none. Default: `'claude-mock'`. */
+  model?: string;
+  /** Default: `'127.0.0.1'`. */
+  host?: string;
+  /** Default: a free port. */
+  port?: number;
+}
+
+export interface AnthropicMock {
+  /** `http://127.0.0.1:<port>`: the `ANTHROPIC_BASE_URL` of the client under test. */
+  readonly url: string;
+  readonly port: number;
+  /** Every request, in order of arrival. */
+  readonly requests: AnthropicMockRequest[];
+  /** The `POST /v1/messages` requests, in order. */
+  readonly messageRequests: AnthropicMockRequest[];
+  /** Replies still queued. */
+  readonly pending: number;
+  /** Queues replies for the coming `/v1/messages` requests. */
+  reply(...replies: AnthropicMockReplySource[]): void;
+  /** Drops the replies still queued; returns how many there were. */
+  clearReplies(): number;
+  /** The first request (answered or being answered) that matches, waiting for it. Default timeout: 60 s. */
+  waitForRequest(
+    predicate?: (request: AnthropicMockRequest) => boolean,
+    options?: { timeoutMs?: number },
+  ): Promise<AnthropicMockRequest>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a mock of the Anthropic Messages API on a loopback port: `POST /v1/messages` (server-sent
+ * events as the real API sends them, or one JSON message), `POST /v1/messages/count_tokens`, 404
+ * for anything else; every request logged.
+ */
+export function createAnthropicMock(options?: AnthropicMockOptions): Promise<AnthropicMock>;
+
+/** The text blocks of the request's messages of `role` (default `'user'`), in order. */
+export function requestTexts(request: AnthropicMockRequest, role?: 'user' | 'assistant'): string[];
+
+/** The `tool_result` blocks of the request's messages, in order. */
+export function requestToolResults(
+  request: AnthropicMockRequest,
+): Array<{ type: 'tool_result'; tool_use_id: string; content?: unknown; is_error?: boolean }>;
+
+// ─── The request catcher ────────────────────────────────────────────────────
+
+/** A request the catcher refused. */
+export interface CaughtRequest {
+  /** `CONNECT` for HTTPS through the proxy. */
+  method: string;
+  /** The URL, or `host:port` for `CONNECT`. */
+  target: string;
+  host?: string;
+  at: number;
+}
+
+export interface RequestCatcher {
+  /** `http://127.0.0.1:<port>`. */
+  readonly url: string;
+  readonly port: number;
+  /** Every request refused, in order: a test fails when it is not empty. */
+  readonly requests: CaughtRequest[];
+  /** `HTTPS_PROXY`, `HTTP_PROXY` (both cases) pointing here, `NO_PROXY` = `noProxy` (default loopback). */
+  proxyEnv(options?: { noProxy?: string[] }): Record<string, string>;
+  close(): Promise<void>;
+}
+
+/** Starts a proxy on a loopback port that refuses and logs every request sent through it. */
+export function createRequestCatcher(options?: { host?: string; port?: number }): Promise<RequestCatcher>;

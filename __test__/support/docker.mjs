@@ -55,3 +55,29 @@ export function dockerSkipFor(test) {
   }
   return `skipped: ${dockerProblem}`;
 }
+
+/** Removes every container whose name starts with `prefix` (what a test file left): how many. */
+export async function removeContainers(prefix) {
+  const call = (method, path) =>
+    new Promise((resolve, reject) => {
+      const req = request({ socketPath: dockerHost.slice('unix://'.length), path, method, timeout: 30_000 }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (data) => (body += data));
+        res.on('end', () => resolve(body));
+      });
+      req.on('error', reject);
+      req.on('timeout', () => req.destroy(new Error('timeout')));
+      req.end();
+    });
+  if (dockerHost === undefined || !dockerHost.startsWith('unix://')) return 0;
+  const filters = encodeURIComponent(JSON.stringify({ name: [prefix] }));
+  const containers = JSON.parse(await call('GET', `/containers/json?all=1&filters=${filters}`));
+  let removed = 0;
+  for (const container of containers) {
+    if (!container.Names.some((name) => name.replace(/^\//, '').startsWith(prefix))) continue;
+    await call('DELETE', `/containers/${container.Id}?force=1&v=1`);
+    removed++;
+  }
+  return removed;
+}

@@ -5,18 +5,35 @@
  *   what you write (`help` lists its commands), works in the session's folder of the sandbox, and,
  *   like Claude Code with `permissionMode: 'allow-reads'`, asks before it writes a file or runs a
  *   command.
- * - With `ANTHROPIC_API_KEY` set, on Claude Code (`@ai-sdk/harness-claude-code`), asking the same
- *   approvals. Its bridge installs the Claude Agent SDK in the sandbox on first use: the sandbox
- *   needs Node and the network (see the README).
+ * - With `DEMO_AGENT=claude-code` or `ANTHROPIC_API_KEY` set, on the real Claude Code
+ *   (`@ai-sdk/harness-claude-code` and the CLI its bridge runs in the sandbox), asking the same
+ *   approvals: against the real API with a key, else against the mock model of `./mock-model`
+ *   (scripted answers, nothing leaves this machine). `npm run demo` prepares its bootstrap (the
+ *   bridge and the CLI, cached under .cache/claude-code; the Docker image
+ *   harness-sessions-claude-code:latest has it built in).
  */
 import { HarnessAgent } from '@ai-sdk/harness/agent';
+
+import { getMockModel } from './mock-model';
 
 export type AgentKind = 'scripted' | 'claude-code';
 
 /** Which agent this server runs. */
 export function agentKind(): AgentKind {
-  return process.env.ANTHROPIC_API_KEY ? 'claude-code' : 'scripted';
+  return process.env.DEMO_AGENT === 'claude-code' || process.env.ANTHROPIC_API_KEY ? 'claude-code' : 'scripted';
 }
+
+/**
+ * What the processes of the sandbox get beside their defaults when Claude Code runs: no telemetry,
+ * no error reports, no updates, nothing the CLI would fetch beside its model.
+ */
+export const CLAUDE_CODE_QUIET_ENV: Record<string, string> = {
+  DISABLE_TELEMETRY: '1',
+  DISABLE_ERROR_REPORTING: '1',
+  DISABLE_AUTOUPDATER: '1',
+  DISABLE_NON_ESSENTIAL_MODEL_CALLS: '1',
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+};
 
 const AGENT = Symbol.for('next-chat.agent');
 type Holder = { [AGENT]?: Promise<HarnessAgent> };
@@ -34,9 +51,13 @@ export function getAgent(): Promise<HarnessAgent> {
 async function buildAgent(): Promise<HarnessAgent> {
   if (agentKind() === 'claude-code') {
     const { createClaudeCode } = await import('@ai-sdk/harness-claude-code');
+    // Without a key, the mock model of this process: the real CLI, scripted answers.
+    const auth = process.env.ANTHROPIC_API_KEY
+      ? undefined
+      : { anthropic: { apiKey: 'sk-ant-demo-mock', baseUrl: (await getMockModel()).url } };
     return new HarnessAgent({
       // Built on its own copy of @ai-sdk/harness: the same harness-v1 contract.
-      harness: createClaudeCode() as unknown as ConstructorParameters<typeof HarnessAgent>[0]['harness'],
+      harness: createClaudeCode(auth ? { auth } : {}) as unknown as ConstructorParameters<typeof HarnessAgent>[0]['harness'],
       ...(process.env.CLAUDE_MODEL ? { model: process.env.CLAUDE_MODEL } : {}),
       permissionMode: 'allow-reads',
     });

@@ -14,7 +14,7 @@ import {
   type SessionManager,
 } from 'harness-sessions';
 
-import { agentKind, getAgent } from './agent';
+import { agentKind, CLAUDE_CODE_QUIET_ENV, getAgent } from './agent';
 import type { Metadata, ServerInfo } from './types';
 
 export type { Metadata };
@@ -38,16 +38,26 @@ const PORTS = [4101, 4102, 4103, 4104];
  * (`sessions/<id>`) and a port of `PORTS` per live session.
  */
 function openSandbox(): NativeSandboxProvider {
+  const claudeCode = agentKind() === 'claude-code';
   if (process.env.DEMO_SANDBOX === 'docker') {
     return dockerSandbox({
-      image: process.env.DEMO_DOCKER_IMAGE ?? 'harness-sessions-test:busybox',
+      // Claude Code needs Node, bash and its bootstrap: scripts/docker/build-claude-code-image.sh.
+      image: process.env.DEMO_DOCKER_IMAGE ?? (claudeCode ? 'harness-sessions-claude-code:latest' : 'harness-sessions-test:busybox'),
       host: process.env.DOCKER_HOST,
       // Host networking, each live session's bridge on its own port of PORTS.
       ports: PORTS,
-      namePrefix: 'next-chat-',
+      namePrefix: process.env.DEMO_DOCKER_NAME_PREFIX ?? 'next-chat-',
+      ...(claudeCode ? { env: CLAUDE_CODE_QUIET_ENV, memory: '2g' } : {}),
     });
   }
-  return localSandbox({ root: path.join(dataDir(), 'sandbox') });
+  const root = path.join(dataDir(), 'sandbox');
+  if (!claudeCode) return localSandbox({ root });
+  // Claude Code on this host: node on the PATH, its own HOME (its conversations are kept under
+  // $HOME/.claude/projects/<working directory>/).
+  const home = path.join(dataDir(), 'home');
+  mkdirSync(home, { recursive: true });
+  const ca: Record<string, string> = process.env.NODE_EXTRA_CA_CERTS ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS } : {};
+  return localSandbox({ root, env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: home, ...ca, ...CLAUDE_CODE_QUIET_ENV } });
 }
 
 interface Server {
