@@ -119,6 +119,46 @@ export interface SessionSummary<METADATA = unknown> {
 /** A session with its conversation, as `useChat` shows it. */
 export interface SessionRecord<METADATA = unknown> extends SessionSummary<METADATA> {
   messages: UIMessage[];
+  /** The results of the commands `exec()` ran with a `key`, oldest first; absent when none. */
+  commandResults?: SessionKeyedCommand[];
+}
+
+/** What `exec()` gives: the command's exit code and its output, each stream bounded. */
+export interface SessionExecResult {
+  /** Nonzero is a result, not an error. */
+  exitCode: number;
+  /** At most `maxOutputBytes` UTF-8 bytes of the standard output. */
+  stdout: string;
+  /** At most `maxOutputBytes` UTF-8 bytes of the standard error. */
+  stderr: string;
+  /** The bound each stream was cut to. */
+  maxOutputBytes: number;
+  /** How many bytes of the standard output were cut (0 when none). */
+  stdoutCutBytes: number;
+  /** How many bytes of the standard error were cut (0 when none). */
+  stderrCutBytes: number;
+}
+
+/** A command run with a `key`, kept with its session. */
+export interface SessionKeyedCommand {
+  key: string;
+  command: string;
+  result: SessionExecResult;
+}
+
+/** A shell command to run in a session's sandbox, without the agent. */
+export interface ExecOptions {
+  /** The exact shell command, passed to the sandbox's `run()` unchanged. */
+  command: string;
+  /**
+   * Keeps the result with the session: the same key again gives it back without running anything;
+   * the same key with another command is refused (`SessionConflictError`).
+   */
+  key?: string;
+  /** Cuts the command, or its wait for a turn under way: rejects with the signal's reason. */
+  abortSignal?: AbortSignal;
+  /** The most UTF-8 bytes of each of stdout and stderr kept. Default: 1,048,576; at most 64 MiB. */
+  maxOutputBytes?: number;
 }
 
 // ─── Stores ─────────────────────────────────────────────────────────────────────────────────────
@@ -363,6 +403,12 @@ export interface SessionManager<METADATA = unknown> {
   list(): Promise<SessionSummary<METADATA>[]>;
   send(id: string, options: SendOptions): Promise<SessionTurn<METADATA>>;
   continue(id: string, options: ContinueOptions): Promise<SessionTurn<METADATA>>;
+  /**
+   * Runs a shell command in the session's sandbox, in the directory its harness works in, without
+   * the agent and without adding to the conversation. Waits for a turn under way; a message sent
+   * meanwhile waits for the command. A suspended session is resumed first.
+   */
+  exec(id: string, options: ExecOptions): Promise<SessionExecResult>;
   update(
     id: string,
     changes: { metadata: ((metadata: METADATA) => METADATA) | METADATA },

@@ -78,6 +78,7 @@ function createSessionManager(given) {
   const store = options.store ?? require('./stores.js').createMemorySessionStore();
   const listeners = new Set();
   const preparing = new Preparing();
+  const execSignals = new Map();
 
   const newId = () => {
     const id = generateId();
@@ -108,6 +109,7 @@ function createSessionManager(given) {
     errorMessage,
     approve: options.approve,
     nativeSandbox: nativeSandboxes?.sandboxSession,
+    execSignals,
   });
   function reportError(error, context) {
     try {
@@ -155,12 +157,23 @@ function createSessionManager(given) {
     checkId(id);
     need(abortSignal === undefined || abortSignal instanceof AbortSignal, 'abortSignal', 'abortSignal must be an AbortSignal');
     const turn = turns.open(abortSignal);
+    // A message waiting for a command of exec() (or a preparing session) is cut by its signal.
+    const cut = () => manager.cancelWaiting(turn.turnId);
+    if (abortSignal !== undefined) {
+      manager.willWait(turn.turnId);
+      abortSignal.addEventListener('abort', cut, { once: true });
+    }
     try {
       await holding(begin(turn.turnId));
     } catch (error) {
-      const thrown = fromNative(error);
+      const thrown = abortSignal?.aborted && isCutBeforeStart(error) ? abortSignal.reason : fromNative(error);
       turns.discard(turn, thrown);
       throw thrown;
+    } finally {
+      if (abortSignal !== undefined) {
+        abortSignal.removeEventListener('abort', cut);
+        manager.forgetWaiting(turn.turnId);
+      }
     }
     return sessionTurn(turn);
   }
@@ -203,6 +216,45 @@ function createSessionManager(given) {
       return startTurn(id, abortSignal, (turnId) =>
         manager.continue(id, json({ ...request, turnId }, 'message')),
       );
+    },
+    async exec(id, options) {
+      checkId(id);
+      need(options !== undefined, 'options', 'exec() takes { command, key?, abortSignal?, maxOutputBytes? }');
+      const { command, key, abortSignal, maxOutputBytes } = plain(options, 'options', [
+        'command',
+        'key',
+        'abortSignal',
+        'maxOutputBytes',
+      ], { refuseOthers: true });
+      need(typeof command === 'string' && command.trim().length > 0, 'command', 'command must be a non-empty string');
+      need(key === undefined || (typeof key === 'string' && key.length > 0), 'key', 'key must be a non-empty string');
+      need(abortSignal === undefined || abortSignal instanceof AbortSignal, 'abortSignal', 'abortSignal must be an AbortSignal');
+      need(
+        maxOutputBytes === undefined || (Number.isSafeInteger(maxOutputBytes) && maxOutputBytes >= 0),
+        'maxOutputBytes',
+        'maxOutputBytes must be a whole number of bytes, zero or more',
+      );
+      abortSignal?.throwIfAborted();
+      const execId = turns.reserve();
+      const cut = () => manager.cancelWaiting(execId);
+      if (abortSignal !== undefined) {
+        execSignals.set(execId, abortSignal);
+        manager.willWait(execId);
+        abortSignal.addEventListener('abort', cut, { once: true });
+      }
+      try {
+        const request = { execId, command, key, maxOutputBytes };
+        return JSON.parse(await holding(manager.exec(id, json(request, 'options'))));
+      } catch (error) {
+        if (abortSignal?.aborted && isCutBeforeStart(error)) throw abortSignal.reason;
+        throw fromNative(error);
+      } finally {
+        if (abortSignal !== undefined) {
+          execSignals.delete(execId);
+          abortSignal.removeEventListener('abort', cut);
+          manager.forgetWaiting(execId);
+        }
+      }
     },
     async update(id, changes) {
       checkId(id);
@@ -287,6 +339,11 @@ class Queues {
     });
     return result;
   }
+}
+
+/** Whether `error` (from the native manager) is a command or message its caller cut before it started. */
+function isCutBeforeStart(error) {
+  return typeof error?.message === 'string' && error.message.includes('cut short by its caller before it started');
 }
 
 /** What a manager holds, for tests and benchmarks: `manager[DIAGNOSTICS]()`. */

@@ -20,7 +20,10 @@ use super::store::NativeStore;
 use super::strategies::NativeSessionSandboxes;
 use crate::engine::agent::{TurnEnd, TurnFailure, TurnReport};
 use crate::engine::error::{Result, SessionError};
-use crate::engine::manager::{ContinueRequest, ManagerOptions, Seams, SendRequest, SessionManager};
+use crate::engine::manager::{
+    ContinueRequest, ExecRequest, ManagerOptions, Seams, SendRequest, SessionManager,
+    DEFAULT_MAX_OUTPUT_BYTES,
+};
 use crate::engine::store::SessionStore;
 
 /// The options `index.js` passes, as JSON, once the functions are taken out.
@@ -129,6 +132,15 @@ struct ContinueArgs {
     tool_approval_continuations: Option<Vec<Value>>,
     #[serde(default)]
     tool_result_continuations: Option<Vec<Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecArgs {
+    exec_id: u64,
+    command: String,
+    key: Option<String>,
+    max_output_bytes: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -268,6 +280,46 @@ impl NativeManager {
             )
         })
         .await
+    }
+
+    /// `exec(id, ...)`: `{ execId, command, key?, maxOutputBytes? }` as JSON; answers the result.
+    #[napi]
+    pub async fn exec(&self, id: String, request_json: String) -> napi::Result<String> {
+        guard(async {
+            let args: ExecArgs = argument(&request_json, "options")?;
+            let result = self
+                .manager
+                .exec(
+                    &id,
+                    ExecRequest {
+                        exec_id: args.exec_id,
+                        command: args.command,
+                        key: args.key,
+                        max_output_bytes: args.max_output_bytes.unwrap_or(DEFAULT_MAX_OUTPUT_BYTES),
+                    },
+                )
+                .await?;
+            to_json(&result)
+        })
+        .await
+    }
+
+    /// Registers command or turn `id` before it is asked for, so that its caller can cut it.
+    #[napi]
+    pub fn will_wait(&self, id: u32) {
+        self.manager.will_wait(u64::from(id));
+    }
+
+    /// Forgets `id` registered by `willWait()` when its command or turn was never asked for.
+    #[napi]
+    pub fn forget_waiting(&self, id: u32) {
+        self.manager.forget_waiting(u64::from(id));
+    }
+
+    /// The caller of command or turn `id` cut it: if it still waits to start, it never does.
+    #[napi]
+    pub fn cancel_waiting(&self, id: u32) {
+        self.manager.cancel_waiting(u64::from(id));
     }
 
     /// `update(id, { metadata })`, the metadata as JSON.

@@ -8,6 +8,7 @@
 
 pub mod answers;
 mod entry;
+mod exec;
 pub mod messages;
 mod slots;
 mod start;
@@ -33,6 +34,7 @@ use crate::engine::session::lifecycle::{self, decide, Command, Decision, Event, 
 use crate::engine::session::{SessionRecord, SessionStatus, SessionSummary};
 use crate::engine::store::SessionStore;
 
+pub use self::exec::{ExecRequest, DEFAULT_MAX_OUTPUT_BYTES, MOST_OUTPUT_BYTES};
 pub use self::turn::{ContinueRequest, SendRequest, TurnStarted};
 
 /// How the manager behaves: the options of `createSessionManager()` that are not seams.
@@ -112,6 +114,8 @@ pub(crate) struct Inner {
     recovered: OnceCell<()>,
     shut_down: AtomicBool,
     clients_gone: std::sync::atomic::AtomicU64,
+    /// The commands and messages waiting for their turn, which their callers may cut.
+    waiting: exec::Waiting,
 }
 
 impl SessionManager {
@@ -126,6 +130,7 @@ impl SessionManager {
                 recovered: OnceCell::new(),
                 shut_down: AtomicBool::new(false),
                 clients_gone: std::sync::atomic::AtomicU64::new(0),
+                waiting: exec::Waiting::default(),
             }),
         }
     }
@@ -187,13 +192,20 @@ impl SessionManager {
     /// [`SessionError::Capacity`] when a suspended session cannot get a slot back,
     /// [`SessionError::Input`] for a malformed message.
     pub async fn send(&self, id: &str, request: SendRequest) -> Result<TurnStarted> {
-        self.inner.ready().await?;
-        let entry = self.inner.entry(id);
-        let result = self
-            .inner
-            .command_turn(&entry, turn::TurnAsk::Send(request))
-            .await;
-        self.inner.release(&entry);
+        let turn_id = request.turn_id;
+        let mut cancel = self.inner.waiting.enter(turn_id);
+        let result = async {
+            self.inner.ready().await?;
+            let entry = self.inner.entry(id);
+            let result = self
+                .inner
+                .command_turn(&entry, turn::TurnAsk::Send(request), &mut cancel)
+                .await;
+            self.inner.release(&entry);
+            result
+        }
+        .await;
+        self.inner.waiting.leave(turn_id);
         result
     }
 
@@ -203,13 +215,20 @@ impl SessionManager {
     /// As [`SessionManager::send`], and a conflict when the session waits for nothing, or when
     /// the request answers nothing it waits for.
     pub async fn continue_turn(&self, id: &str, request: ContinueRequest) -> Result<TurnStarted> {
-        self.inner.ready().await?;
-        let entry = self.inner.entry(id);
-        let result = self
-            .inner
-            .command_turn(&entry, turn::TurnAsk::Continue(request))
-            .await;
-        self.inner.release(&entry);
+        let turn_id = request.turn_id;
+        let mut cancel = self.inner.waiting.enter(turn_id);
+        let result = async {
+            self.inner.ready().await?;
+            let entry = self.inner.entry(id);
+            let result = self
+                .inner
+                .command_turn(&entry, turn::TurnAsk::Continue(request), &mut cancel)
+                .await;
+            self.inner.release(&entry);
+            result
+        }
+        .await;
+        self.inner.waiting.leave(turn_id);
         result
     }
 
@@ -486,6 +505,7 @@ impl Inner {
                 usage: None,
             },
             messages: Vec::new(),
+            command_results: Vec::new(),
         });
         match self.save(entry, None).await {
             Ok(summary) => {

@@ -14,6 +14,7 @@ use tokio::time::Instant;
 
 use super::answers;
 use super::entry::{lock, CutTurn, Entry, Phase, Turn, TurnSlot};
+use super::exec::cancellable;
 use super::messages::{self, pending_input_of};
 use super::{timers, Inner, APPLICATION_STOPPED, SESSION_CLOSED, TURN_TOO_LONG};
 use crate::engine::agent::{TurnEnd, TurnInput, TurnReport, TurnStart};
@@ -83,6 +84,7 @@ impl Inner {
         self: &Arc<Self>,
         entry: &Arc<Entry>,
         ask: TurnAsk,
+        cancel: &mut tokio::sync::watch::Receiver<bool>,
     ) -> Result<TurnStarted> {
         if let TurnAsk::Send(request) = &ask {
             messages::user_message(&request.message, || request.message_id.clone())?;
@@ -93,7 +95,9 @@ impl Inner {
         };
         let mut brought_back = false;
         loop {
-            let guard = entry.commands.lock().await;
+            // A command running in the sandbox holds the lock: the message waits for it, unless
+            // its caller cuts it.
+            let guard = cancellable(cancel, entry.commands.lock()).await?;
             self.load(entry).await?;
             let (status, error) = {
                 let state = entry.state();
@@ -105,7 +109,7 @@ impl Inner {
                 Decision::StartTurn => return self.begin_turn(entry, ask).await,
                 Decision::WaitReady => {
                     drop(guard);
-                    self.wait_while(entry, SessionStatus::Preparing).await;
+                    cancellable(cancel, self.wait_while(entry, SessionStatus::Preparing)).await?;
                 }
                 // The start this message waited for failed, or was cut short.
                 Decision::Resume | Decision::StartAgain if brought_back => return Err(refuse()),

@@ -4,6 +4,6 @@ pub mod lifecycle;
 pub mod record;
 
 pub use record::{
-    ApprovalVerdict, PendingApproval, PendingInput, PendingToolCall, SessionRecord, SessionStatus,
-    SessionSummary, StoredMessage,
+    ApprovalVerdict, ExecResult, KeyedCommand, PendingApproval, PendingInput, PendingToolCall,
+    SessionRecord, SessionStatus, SessionSummary, StoredMessage,
 };

@@ -291,6 +291,40 @@ pub struct SessionRecord {
     pub summary: SessionSummary,
     /// The conversation as `UIMessage`s, oldest first.
     pub messages: Vec<StoredMessage>,
+    /// The results of the commands `exec()` ran with a `key`, oldest first: the same key again
+    /// returns its result without running anything.
+    #[serde(rename = "commandResults", skip_serializing_if = "Vec::is_empty")]
+    pub command_results: Vec<KeyedCommand>,
+}
+
+/// What a shell command run by `exec()` gave: its exit code and its output, each stream cut to
+/// `maxOutputBytes` (how many bytes were cut is said).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecResult {
+    /// The command's exit code; nonzero is a result, not an error.
+    pub exit_code: i64,
+    /// Its standard output, at most `max_output_bytes` of it.
+    pub stdout: String,
+    /// Its standard error, at most `max_output_bytes` of it.
+    pub stderr: String,
+    /// The bound each stream was cut to, in UTF-8 bytes.
+    pub max_output_bytes: u64,
+    /// How many bytes of the standard output were cut.
+    pub stdout_cut_bytes: u64,
+    /// How many bytes of the standard error were cut.
+    pub stderr_cut_bytes: u64,
+}
+
+/// The result of a command run with a `key`, kept with the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeyedCommand {
+    /// The caller's key.
+    pub key: String,
+    /// The command, exactly as given.
+    pub command: String,
+    /// What it gave.
+    pub result: ExecResult,
 }
 
 impl<'de> Deserialize<'de> for SessionRecord {
@@ -314,6 +348,8 @@ impl<'de> Deserialize<'de> for SessionRecord {
             usage: Option<Value>,
             #[serde(default)]
             messages: Vec<StoredMessage>,
+            #[serde(default)]
+            command_results: Vec<KeyedCommand>,
         }
         let shape = Shape::deserialize(deserializer)?;
         Ok(SessionRecord {
@@ -328,6 +364,7 @@ impl<'de> Deserialize<'de> for SessionRecord {
                 usage: shape.usage,
             },
             messages: shape.messages,
+            command_results: shape.command_results,
         })
     }
 }

@@ -126,6 +126,7 @@ mod tests {
                     usage: None,
                 },
                 messages: vec![json!({"id": "m"}).into()],
+                command_results: Vec::new(),
             };
             store.save(&record, None).await.unwrap();
         }

@@ -248,6 +248,14 @@ fn prepare_save(
             .as_ref()
             .map(|usage| json("usage", serde_json::to_string(usage)))
             .transpose()?,
+        command_results: if record.command_results.is_empty() {
+            None
+        } else {
+            Some(json(
+                "command results",
+                serde_json::to_string(&record.command_results),
+            )?)
+        },
         messages,
         resume_state: resume_state
             .map(|state| codec.encode(id, state))

@@ -48,7 +48,18 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         name: "each session's summary as JSON",
         apply: add_summaries,
     },
+    Migration {
+        version: 3,
+        name: "the results of keyed commands",
+        apply: add_command_results,
+    },
 ];
+
+/// Schema version 3: `sessions.command_results`, the results of the commands `exec()` ran with a
+/// `key`, as JSON text (`NULL` when there are none).
+fn add_command_results(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch("ALTER TABLE sessions ADD COLUMN command_results TEXT")
+}
 
 /// Schema version 2: `sessions.summary`, the summary as JSON text, written with the other columns
 /// at each save, so that `list()` joins stored texts rather than writing JSON for every row. Rows

@@ -79,6 +79,7 @@ fn record(id: &str, updated_at: f64, messages: usize) -> SessionRecord {
         messages: (0..messages)
             .map(|position| message(position, &format!("text {position} of {id}")))
             .collect(),
+        command_results: Vec::new(),
     }
 }
 
@@ -162,6 +163,7 @@ async fn records_round_trip_exactly() {
             json!([1, [2, [3]]]).into(),
             json!({ "b": 1, "a": 2 }).into(),
         ],
+        command_results: Vec::new(),
     };
     let bare = SessionRecord {
         summary: SessionSummary {
@@ -169,6 +171,7 @@ async fn records_round_trip_exactly() {
             ..record("bare", 5.0, 0).summary
         },
         messages: Vec::new(),
+        command_results: Vec::new(),
     };
     store.save(&full, None).await.expect("save");
     store.save(&bare, None).await.expect("save");
@@ -897,6 +900,7 @@ fn crash_record(session: usize, version: u64) -> SessionRecord {
                 message(position, &text)
             })
             .collect(),
+        command_results: Vec::new(),
     }
 }
 

@@ -59,6 +59,8 @@ pub(super) struct PreparedSave {
     pub(super) usage: Option<String>,
     /// The whole summary as JSON, for `list()`.
     pub(super) summary: String,
+    /// The results of keyed commands as JSON, when there are some.
+    pub(super) command_results: Option<String>,
     pub(super) messages: Vec<PreparedMessage>,
     pub(super) resume_state: Option<StoredResumeState>,
 }
@@ -601,8 +603,23 @@ impl Worker {
                 messages.push(message.map_err(|_| unreadable(id, "a message"))?);
             }
         }
+        let command_results = {
+            let mut statement = tx
+                .prepare_cached("SELECT command_results FROM sessions WHERE id = ?1")
+                .map_err(fail)?;
+            let text: Option<String> = statement.query_row([id], |row| row.get(0)).map_err(fail)?;
+            match text {
+                Some(text) => serde_json::from_str(&text)
+                    .map_err(|_| unreadable(id, "the results of its commands"))?,
+                None => Vec::new(),
+            }
+        };
         tx.commit().map_err(fail)?;
-        Ok(Some(SessionRecord { summary, messages }))
+        Ok(Some(SessionRecord {
+            summary,
+            messages,
+            command_results,
+        }))
     }
 
     /// Every summary, undecoded and in no order: a plain scan of `sessions`.
@@ -792,13 +809,13 @@ fn unreadable(id: &str, what: &str) -> SessionError {
 fn write_save(conn: &Connection, save: &PreparedSave) -> rusqlite::Result<bool> {
     conn.prepare_cached(
         "INSERT INTO sessions (id, status, metadata, created_at_key, updated_at_key, error, \
-                               pending_input, usage, summary) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
+                               pending_input, usage, summary, command_results) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
          ON CONFLICT (id) DO UPDATE SET status = excluded.status, \
              metadata = excluded.metadata, created_at_key = excluded.created_at_key, \
              updated_at_key = excluded.updated_at_key, error = excluded.error, \
              pending_input = excluded.pending_input, usage = excluded.usage, \
-             summary = excluded.summary",
+             summary = excluded.summary, command_results = excluded.command_results",
     )?
     .execute(params![
         save.id,
@@ -810,6 +827,7 @@ fn write_save(conn: &Connection, save: &PreparedSave) -> rusqlite::Result<bool> 
         save.pending_input,
         save.usage,
         save.summary,
+        save.command_results,
     ])?;
 
     // What is stored, by position: a message whose digest matches is left alone.
