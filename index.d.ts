@@ -239,11 +239,15 @@ export declare function sharedSandbox(options: SharedSandboxOptions): SessionSan
 
 export type SandboxPerSessionOptions =
   | {
-      /** A new sandbox for a new session. */
-      create: (sessionId: string) => HarnessV1NetworkSandboxSession | PromiseLike<HarnessV1NetworkSandboxSession>;
+      /** A new sandbox for a new session; `abortSignal` is the one `acquire()` was given, if any. */
+      create: (
+        sessionId: string,
+        options: { abortSignal?: AbortSignal },
+      ) => HarnessV1NetworkSandboxSession | PromiseLike<HarnessV1NetworkSandboxSession>;
       /** The sandbox of a session that comes back; nothing (or no `resume`) creates one. */
       resume?: (
         sessionId: string,
+        options: { abortSignal?: AbortSignal },
       ) =>
         | HarnessV1NetworkSandboxSession
         | null

@@ -706,7 +706,7 @@ describe('a crash', () => {
     assert.equal(byId.busy.error, 'The application stopped without suspending the session.');
     assert.equal(byId.idle.status, 'interrupted');
     assert.equal(byId.preparing.status, 'interrupted');
-    assert.equal(byId.preparing.error, 'The application stopped before the session was ready.');
+    assert.equal(byId.preparing.error, 'The application stopped without suspending the session.');
     assert.equal(byId.suspended.status, 'suspended', 'a suspended session is kept as it is');
     await conflict(next.sessions.send('busy', { message: 'x' }), 'interrupted',
       'The session is interrupted: The application stopped without suspending the session.');

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { createMemorySessionStore, SessionConflictError } from '../index.js';
-import { createDeferred, createFakeAgent, readTurn, testManager, untilStatus } from './support/sessions.mjs';
+import { createDeferred, createFakeAgent, readTurn, testManager, until, untilStatus } from './support/sessions.mjs';
 
 const TOLD = 'The session was suspended while you waited for my answers. Here they are; carry on from there:';
 const NO_ANSWER = 'continue() carries no answer to what the session waits for.';
@@ -214,6 +214,43 @@ describe('approve', () => {
       { type: 'tool-approval-response', approvalId: rm.approvalId, approved: false },
     ], 'a denial without a reason reaches the agent without one');
     assert.equal(turn.session.status, 'idle');
+  });
+});
+
+describe('what get() shows', () => {
+  test('a session being suspended has left memory: get() reads the store, which gets the suspended record with its resume state at once', async () => {
+    const gate = createDeferred();
+    const memory = createMemorySessionStore();
+    const reads = [];
+    const saves = [];
+    const store = {
+      save: (record, resumeState) => {
+        saves.push([record.status, resumeState !== undefined]);
+        return memory.save(record, resumeState);
+      },
+      get: (id) => {
+        reads.push(id);
+        return memory.get(id);
+      },
+      list: () => memory.list(),
+      getResumeState: (id) => memory.getResumeState(id),
+      delete: (id) => memory.delete(id),
+    };
+    const { sessions } = testManager({ fakeAgent: createFakeAgent({ stop: [{ gate: gate.promise }] }), store });
+    await sessions.create({ id: 'g', metadata: {} });
+    await untilStatus(sessions, 'g', 'idle');
+    const before = reads.length;
+    assert.equal((await sessions.get('g')).status, 'idle');
+    assert.equal(reads.length, before, 'a live session is shown from memory');
+    const suspending = sessions.suspend('g');
+    await until(async () => {
+      const shown = await sessions.get('g');
+      return reads.length > before && shown.status === 'idle';
+    });
+    gate.resolve();
+    await suspending;
+    assert.equal((await sessions.get('g')).status, 'suspended');
+    assert.deepEqual(saves.at(-1), ['suspended', true], 'the suspended record and its resume state in one save');
   });
 });
 

@@ -395,6 +395,34 @@ test('sandboxPerSession() refuses options of the wrong shape', () => {
   assert.equal(sandboxPerSession({ create, maxSessions: 3 }).capacity, 3);
 });
 
+test('sandboxPerSession() calls create and resume (sessionId, { abortSignal? }), as the reference does', async () => {
+  const seen = [];
+  const sandboxes = [];
+  const strategy = sandboxPerSession({
+    create: async (sessionId, { abortSignal }) => {
+      seen.push(['create', sessionId, abortSignal]);
+      const sandbox = createFakeSandbox();
+      sandboxes.push(sandbox);
+      return sandbox;
+    },
+    resume: async (sessionId, { abortSignal }) => {
+      seen.push(['resume', sessionId, abortSignal]);
+      return sandboxes[0];
+    },
+  });
+  const controller = new AbortController();
+  const lease = await strategy.acquire('s', { resume: false, abortSignal: controller.signal });
+  await lease.suspend();
+  const again = await strategy.acquire('s', { resume: true });
+  await again.suspend();
+  await strategy.discard('s');
+  assert.deepEqual(seen, [
+    ['create', 's', controller.signal],
+    ['resume', 's', undefined],
+    ['resume', 's', undefined],
+  ]);
+});
+
 for (const kind of backends) {
   describe(`sandboxPerSession() with ${kind.name}`, { skip: kind.skip }, () => {
     test(

@@ -78,8 +78,11 @@ function sandboxOps(handles, getNative) {
   return { give, ops };
 }
 
-/** The public strategy object over a native strategy. */
-function strategyObject(native, handles) {
+/**
+ * The public strategy object over a native strategy. `signals`, when given, holds the
+ * `abortSignal` of each acquire under way, by session id, for the callbacks it reaches.
+ */
+function strategyObject(native, handles, signals) {
   const call = async (f) => {
     try {
       return await holding(f());
@@ -105,7 +108,13 @@ function strategyObject(native, handles) {
       const resume = options?.resume ?? false;
       need(typeof resume === 'boolean', 'resume', 'resume must be a boolean');
       options?.abortSignal?.throwIfAborted();
-      const lease = await call(() => native.acquire(sessionId, resume));
+      if (options?.abortSignal !== undefined) signals?.set(sessionId, options.abortSignal);
+      let lease;
+      try {
+        lease = await call(() => native.acquire(sessionId, resume));
+      } finally {
+        if (signals?.get(sessionId) === options?.abortSignal) signals?.delete(sessionId);
+      }
       const number = lease.sandbox;
       return {
         sandboxSession: number == null ? undefined : sandboxSession(number),
@@ -185,7 +194,10 @@ function sharedSandbox(options) {
  * or `localSandbox()` returns, driven natively; or any `HarnessV1SandboxProvider`) in place of
  * `create` and `resume`.
  *
- * @param {{ create?: (sessionId: string) => any, resume?: (sessionId: string) => any, provider?: any, maxSessions?: number }} options
+ * `create` and `resume` are called `(sessionId, { abortSignal? })`, with the signal `acquire()` was
+ * given, if any.
+ *
+ * @param {{ create?: (sessionId: string, options: { abortSignal?: AbortSignal }) => any, resume?: (sessionId: string, options: { abortSignal?: AbortSignal }) => any, provider?: any, maxSessions?: number }} options
  */
 function sandboxPerSession(options) {
   if (typeof options === 'function' && options.nativeProvider !== undefined) options = { provider: options };
@@ -210,10 +222,16 @@ function sandboxPerSession(options) {
   const handles = new Handles('sandbox handle');
   let native;
   const { give, ops } = sandboxOps(handles, () => native);
-  ops.create = async ({ sessionId }) => give(await create(sessionId), 'create()');
+  // As the reference: `create(sessionId, { abortSignal? })`, the signal of the acquire if it has one.
+  const signals = new Map();
+  const settings = (sessionId) => {
+    const abortSignal = signals.get(sessionId);
+    return abortSignal === undefined ? {} : { abortSignal };
+  };
+  ops.create = async ({ sessionId }) => give(await create(sessionId, settings(sessionId)), 'create()');
   ops.resume = async ({ sessionId }) => {
     if (resume === undefined) return null;
-    const sandbox = await resume(sessionId);
+    const sandbox = await resume(sessionId, settings(sessionId));
     return sandbox == null ? null : give(sandbox, 'resume()');
   };
   try {
@@ -221,7 +239,7 @@ function sandboxPerSession(options) {
   } catch (error) {
     throw fromNative(error);
   }
-  return strategyObject(native, handles);
+  return strategyObject(native, handles, signals);
 }
 
 /** The native strategy of `sandboxes`, when it is one of this copy's: `{ native, sandboxSession }`. */

@@ -271,6 +271,39 @@ pub fn close_open_calls(message: &mut Value, words: &str) -> bool {
     closed
 }
 
+/// The words a tool call of a turn lost with a suspension is closed with, when `continue()` left
+/// it unanswered.
+pub const LOST_WITH_THE_TURN: &str =
+    "The session was suspended before this tool call was answered.";
+
+/// Closes the tool calls of `message` still waiting for an answer (input streaming or given,
+/// approval asked) as `output-error` with `words`: the turn that asked them is gone, nothing can
+/// answer them any more. Returns whether anything was closed.
+pub fn close_unanswered_calls(message: &mut Value, words: &str) -> bool {
+    let Some(parts) = message.get_mut("parts").and_then(Value::as_array_mut) else {
+        return false;
+    };
+    let mut closed = false;
+    for part in parts.iter_mut().filter_map(Value::as_object_mut) {
+        if tool_name(part).is_none() {
+            continue;
+        }
+        let state = part.get("state").and_then(Value::as_str);
+        if matches!(
+            state,
+            Some("input-streaming" | "input-available" | "approval-requested")
+        ) {
+            part.insert("state".into(), json!("output-error"));
+            if !part.contains_key("input") {
+                part.insert("input".into(), Value::Null);
+            }
+            part.insert("errorText".into(), json!(words));
+            closed = true;
+        }
+    }
+    closed
+}
+
 /// Adds the usage of a turn to the session's: every number summed, field by field.
 pub fn add_usage(total: Option<Value>, turn: &Value) -> Option<Value> {
     fn add(total: &mut Value, turn: &Value) {

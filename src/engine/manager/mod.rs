@@ -374,16 +374,12 @@ impl Inner {
             .await
     }
 
-    /// Marks `interrupted` the session `id`, found live at start: what it was doing is closed.
+    /// Marks `interrupted` the session `id`, found live at start, whatever it was doing (as the
+    /// reference, even while preparing): the tool calls its reply left open are closed.
     async fn interrupt_left_live(&self, id: String) -> Result<()> {
         let store = &self.seams.store;
         let Some(mut record) = store.get(&id).await? else {
             return Ok(());
-        };
-        let error = if record.summary.status == SessionStatus::Preparing {
-            STOPPED_BEFORE_READY
-        } else {
-            STOPPED_WITHOUT_SUSPENDING
         };
         if let Some(last) = record.messages.last_mut() {
             let mut message = last.to_value();
@@ -394,8 +390,7 @@ impl Inner {
         if entry::apply(&mut record, Event::FoundLiveAtStart).is_none() {
             return Ok(());
         }
-        record.summary.error = Some(error.to_owned());
-        record.summary.pending_input = None;
+        record.summary.error = Some(STOPPED_WITHOUT_SUSPENDING.to_owned());
         store.save(&record, None).await
     }
 

@@ -208,6 +208,16 @@ impl Inner {
                     {
                         let _ = accumulator.push(&chunk);
                     }
+                    if lost {
+                        // What the answers leave open was asked by the lost turn: closed.
+                        let mut answered = accumulator.message().clone();
+                        if messages::close_unanswered_calls(
+                            &mut answered,
+                            messages::LOST_WITH_THE_TURN,
+                        ) {
+                            accumulator = new_reply(Some(answered), message_id.clone())?;
+                        }
+                    }
                     let continues = Some(accumulator.message().clone());
                     let plan = Plan {
                         turn_id: request.turn_id,
