@@ -367,6 +367,22 @@ export interface SendOptions {
   prompt?: string;
   /** Aborts the turn: the request's signal, so that the client's stop button stops it. */
   abortSignal?: AbortSignal;
+  /**
+   * Application-owned guidance for this turn only: told to the agent after the prompt, kept in
+   * the reply's `metadata.instructionAddendum`, never as the user's words. At most 32,000 UTF-8
+   * bytes, no NUL.
+   */
+  instructionAddendum?: string;
+  /** Limits of this turn. */
+  limits?: TurnLimits;
+}
+
+/** The limits of one turn. */
+export interface TurnLimits {
+  /** A turn that starts more steps is cut short: "The turn reached its limit of <n> steps." */
+  maxSteps?: number;
+  /** Overrides `turnTimeoutMs` for this turn. */
+  timeoutMs?: number;
 }
 
 /** The answers to what a session `awaiting-input` waits for. */
@@ -376,6 +392,9 @@ export interface ContinueOptions {
   toolApprovalContinuations?: readonly ToolApprovalResponse[];
   toolResultContinuations?: readonly ToolResultPart[];
   abortSignal?: AbortSignal;
+  /** As {@link SendOptions.instructionAddendum}: it accompanies the words a resumed turn is told. */
+  instructionAddendum?: string;
+  limits?: TurnLimits;
 }
 
 /** The init of a turn's response. */

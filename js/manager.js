@@ -197,7 +197,7 @@ function createSessionManager(given) {
       const { message, prompt, abortSignal } = plain(options, 'options', ['message', 'prompt', 'abortSignal']);
       need(typeof message === 'string' || (message !== null && typeof message === 'object'), 'message', 'message must be a string or a UIMessage');
       need(prompt === undefined || typeof prompt === 'string', 'prompt', 'prompt must be a string');
-      const request = { message, prompt, messageId: newId(), replyId: newId() };
+      const request = { message, prompt, messageId: newId(), replyId: newId(), ...turnOptions(options) };
       return startTurn(id, abortSignal, (turnId) =>
         manager.send(id, json({ ...request, turnId }, 'message')),
       );
@@ -212,7 +212,7 @@ function createSessionManager(given) {
       need(message === undefined || (message !== null && typeof message === 'object'), 'message', 'message must be a UIMessage');
       need(toolApprovalContinuations === undefined || Array.isArray(toolApprovalContinuations), 'toolApprovalContinuations', 'toolApprovalContinuations must be an array');
       need(toolResultContinuations === undefined || Array.isArray(toolResultContinuations), 'toolResultContinuations', 'toolResultContinuations must be an array');
-      const request = { message, toolApprovalContinuations, toolResultContinuations };
+      const request = { message, toolApprovalContinuations, toolResultContinuations, ...turnOptions(options) };
       return startTurn(id, abortSignal, (turnId) =>
         manager.continue(id, json({ ...request, turnId }, 'message')),
       );
@@ -339,6 +339,20 @@ class Queues {
     });
     return result;
   }
+}
+
+/**
+ * The options of one turn `send()` and `continue()` may be given (`instructionAddendum`,
+ * `limits: { maxSteps?, timeoutMs? }`): read here, checked by the engine.
+ */
+function turnOptions(options) {
+  const { instructionAddendum, limits } = plain(options, 'options', ['instructionAddendum', 'limits']);
+  need(instructionAddendum === undefined || typeof instructionAddendum === 'string', 'instructionAddendum', 'instructionAddendum must be a string');
+  if (limits === undefined) return { instructionAddendum };
+  const { maxSteps, timeoutMs } = plain(limits, 'limits', ['maxSteps', 'timeoutMs'], { refuseOthers: true });
+  need(maxSteps === undefined || (Number.isSafeInteger(maxSteps) && maxSteps >= 1), 'limits.maxSteps', 'limits.maxSteps must be a whole number, one or more');
+  checkDuration(timeoutMs, 'limits.timeoutMs');
+  return { instructionAddendum, limits: { maxSteps, timeoutMs } };
 }
 
 /** Whether `error` (from the native manager) is a command or message its caller cut before it started. */

@@ -21,7 +21,7 @@ use super::strategies::NativeSessionSandboxes;
 use crate::engine::agent::{TurnEnd, TurnFailure, TurnReport};
 use crate::engine::error::{Result, SessionError};
 use crate::engine::manager::{
-    ContinueRequest, ExecRequest, ManagerOptions, Seams, SendRequest, SessionManager,
+    turn_options, ContinueRequest, ExecRequest, ManagerOptions, Seams, SendRequest, SessionManager,
     DEFAULT_MAX_OUTPUT_BYTES,
 };
 use crate::engine::store::SessionStore;
@@ -121,6 +121,8 @@ struct SendArgs {
     prompt: Option<String>,
     reply_id: String,
     message_id: String,
+    instruction_addendum: Option<Value>,
+    limits: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -132,6 +134,8 @@ struct ContinueArgs {
     tool_approval_continuations: Option<Vec<Value>>,
     #[serde(default)]
     tool_result_continuations: Option<Vec<Value>>,
+    instruction_addendum: Option<Value>,
+    limits: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -247,6 +251,7 @@ impl NativeManager {
                         prompt: args.prompt,
                         reply_id: args.reply_id,
                         message_id: args.message_id,
+                        options: turn_options::read(args.instruction_addendum, args.limits)?,
                     },
                 )
                 .await?;
@@ -272,6 +277,7 @@ impl NativeManager {
                         message: args.message,
                         approvals: args.tool_approval_continuations.unwrap_or_default(),
                         tool_results: args.tool_result_continuations.unwrap_or_default(),
+                        options: turn_options::read(args.instruction_addendum, args.limits)?,
                     },
                 )
                 .await?;

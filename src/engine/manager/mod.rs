@@ -15,6 +15,7 @@ mod start;
 mod teardown;
 mod timers;
 mod turn;
+pub mod turn_options;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -36,6 +37,7 @@ use crate::engine::store::SessionStore;
 
 pub use self::exec::{ExecRequest, DEFAULT_MAX_OUTPUT_BYTES, MOST_OUTPUT_BYTES};
 pub use self::turn::{ContinueRequest, SendRequest, TurnStarted};
+pub use self::turn_options::TurnOptions;
 
 /// How the manager behaves: the options of `createSessionManager()` that are not seams.
 #[derive(Debug, Clone)]

@@ -16,6 +16,7 @@ use super::answers;
 use super::entry::{lock, CutTurn, Entry, Phase, Turn, TurnSlot};
 use super::exec::cancellable;
 use super::messages::{self, pending_input_of};
+use super::turn_options::{starts_step, TurnOptions};
 use super::{timers, Inner, APPLICATION_STOPPED, SESSION_CLOSED, TURN_TOO_LONG};
 use crate::engine::agent::{TurnEnd, TurnInput, TurnReport, TurnStart};
 use crate::engine::error::{Result, SessionError};
@@ -36,6 +37,8 @@ pub struct SendRequest {
     pub reply_id: String,
     /// The id the user message gets when it has none.
     pub message_id: String,
+    /// Guidance and limits for this turn.
+    pub options: TurnOptions,
 }
 
 /// What `continue()` is given.
@@ -49,6 +52,8 @@ pub struct ContinueRequest {
     pub approvals: Vec<Value>,
     /// `ToolResultPart`s.
     pub tool_results: Vec<Value>,
+    /// Guidance and limits for this turn.
+    pub options: TurnOptions,
 }
 
 /// A turn that started.
@@ -71,6 +76,8 @@ const MOST_POLICY_ANSWERS: usize = 200;
 
 /// What the driver is given.
 struct Plan {
+    /// The turn's limits, and its addendum.
+    options: TurnOptions,
     turn_id: u64,
     message_id: String,
     input: TurnInput,
@@ -162,10 +169,14 @@ impl Inner {
                     let plan = Plan {
                         turn_id: request.turn_id,
                         message_id: request.reply_id.clone(),
-                        input: TurnInput::Prompt(prompt),
+                        input: TurnInput::Prompt(request.options.prompt(prompt)),
                         continues: None,
+                        options: request.options.clone(),
                     };
-                    let accumulator = new_reply(None, request.reply_id)?;
+                    let mut accumulator = new_reply(None, request.reply_id)?;
+                    if let Some(chunk) = request.options.metadata_chunk() {
+                        let _ = accumulator.push(&chunk);
+                    }
                     (plan, record.messages.len(), accumulator)
                 }
                 TurnAsk::Continue(request) => {
@@ -188,7 +199,7 @@ impl Inner {
                         .unwrap_or_else(|| pending_input_of(&paused, true));
                     let collected = answers::collect(&entry.id, &pending, &request)?;
                     let input = if lost {
-                        TurnInput::Prompt(collected.words())
+                        TurnInput::Prompt(request.options.prompt(collected.words()))
                     } else {
                         TurnInput::Continue {
                             approvals: collected.approvals.clone(),
@@ -218,12 +229,16 @@ impl Inner {
                             accumulator = new_reply(Some(answered), message_id.clone())?;
                         }
                     }
+                    if let Some(chunk) = request.options.metadata_chunk() {
+                        let _ = accumulator.push(&chunk);
+                    }
                     let continues = Some(accumulator.message().clone());
                     let plan = Plan {
                         turn_id: request.turn_id,
                         message_id,
                         input,
                         continues,
+                        options: request.options.clone(),
                     };
                     (plan, index, accumulator)
                 }
@@ -332,8 +347,12 @@ impl Inner {
         plan: Plan,
         first: UnboundedReceiver<TurnReport>,
     ) {
-        let deadline = self.options.turn_timeout.map(|d| Instant::now() + d);
-        let mut read = Reading::default();
+        let timeout = plan.options.timeout.or(self.options.turn_timeout);
+        let deadline = timeout.map(|d| Instant::now() + d);
+        let mut read = Reading {
+            max_steps: plan.options.max_steps,
+            ..Reading::default()
+        };
         let mut policy = PolicyRounds::default();
         let mut sent = sent_approvals(&plan.input);
         let mut reports = first;
@@ -426,11 +445,15 @@ impl Inner {
                 report = reports.recv() => match report {
                     Some(TurnReport::Chunks(chunks)) => {
                         self.take_chunks(entry, chunks, read);
+                        read.cut_past_steps(slot);
                         dirty = true;
                     }
                     Some(TurnReport::Json(text)) => {
                         match serde_json::from_str::<Vec<UiChunk>>(&text) {
-                            Ok(chunks) => self.take_chunks(entry, chunks, read),
+                            Ok(chunks) => {
+                                self.take_chunks(entry, chunks, read);
+                                read.cut_past_steps(slot);
+                            }
                             Err(error) => {
                                 let error = SessionError::internal(format!(
                                     "a turn reported chunks that are not UI message chunks: {error}"
@@ -472,6 +495,9 @@ impl Inner {
         for chunk in chunks {
             // A protocol error halts the reply as `readUIMessageStream` would; the turn goes on.
             let _ = turn.reply.push(&chunk);
+            if starts_step(&chunk) {
+                read.steps += 1;
+            }
             match chunk.type_name() {
                 "finish" => read.finish = Some(chunk),
                 "tool-approval-request" if holding => read.requests.push(chunk),
@@ -748,4 +774,19 @@ struct Reading {
     failure: Option<SessionError>,
     /// Whether the client must be told of the failure (it never reached the agent's stream).
     tell_client: bool,
+    /// The steps the turn started (`start-step` chunks), over all its streams.
+    steps: u32,
+    /// The most it may start (`limits.maxSteps`).
+    max_steps: Option<u32>,
+}
+
+impl Reading {
+    /// Cuts the turn once it started more steps than it may.
+    fn cut_past_steps(&self, slot: &TurnSlot) {
+        if let Some(most) = self.max_steps {
+            if self.steps > most {
+                slot.cut(&TurnOptions::steps_reached(most));
+            }
+        }
+    }
 }
