@@ -318,6 +318,8 @@ export interface LocalSandboxInit {
   env?: Record<string, string>
   /** Pass this process's whole environment to commands. */
   inheritEnv?: boolean
+  /** Folders besides the session's that the file API reaches. Default: `["/tmp/harness"]`. */
+  allowedPaths?: Array<string>
 }
 
 /** The version of the native addon. */

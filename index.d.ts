@@ -214,7 +214,12 @@ export interface SessionSandboxes {
 
 /** A sandbox `sharedSandbox()` can share: one that gives views of itself, `fork({ ports })`. */
 export interface ForkableSandboxSession extends HarnessV1NetworkSandboxSession {
-  fork(options: { ports: number[] }): HarnessV1NetworkSandboxSession | PromiseLike<HarnessV1NetworkSandboxSession>;
+  /**
+   * A view of the sandbox for the session `sessionId`, with `ports`. Give a session the same
+   * working directory every time it comes back: a harness finds its conversation from it (Claude
+   * Code in `$HOME/.claude/projects/<working directory>/`), so a new directory loses it.
+   */
+  fork(options: { ports: number[]; sessionId: string }): HarnessV1NetworkSandboxSession | PromiseLike<HarnessV1NetworkSandboxSession>;
 }
 
 export interface SharedSandboxOptions {
@@ -320,9 +325,16 @@ export interface LocalSandboxOptions {
   root: string;
   /** The ports of each session: this host's, on 127.0.0.1. */
   ports?: number[];
+  /** The environment of every command. Default: `PATH`, `USER`, `LOGNAME`, `LANG`, `LC_ALL`, `TERM` of this process, and the session's `HOME` and `TMPDIR`. */
   env?: Record<string, string>;
   /** Pass this process's whole environment (its secrets too). Default: `false`. */
   inheritEnv?: boolean;
+  /**
+   * Absolute folders of this host, besides the session's, that the file API reaches (created when
+   * missing, shared by every session, links confined beneath each): where harnesses bootstrap.
+   * Default: `['/tmp/harness']` (Claude Code's `/tmp/harness/claude-code/`); `[]` for none.
+   */
+  allowedPaths?: string[];
   /** The name the function opens. Default: `'shared'`. */
   name?: string;
 }

@@ -217,6 +217,24 @@ describe('approve', () => {
   });
 });
 
+describe('onError', () => {
+  test("the reference's actions: 'stop' for a harness session that would not stop, 'listener' for a subscriber that threw", async () => {
+    const stuck = new Error('stuck');
+    const { sessions, errors } = testManager({ fakeAgent: createFakeAgent({ stop: [{ fail: stuck }] }) });
+    const broken = new Error('broken listener');
+    sessions.subscribe(() => {
+      throw broken;
+    });
+    await sessions.create({ id: 'o', metadata: {} });
+    await untilStatus(sessions, 'o', 'idle');
+    const summary = await sessions.suspend('o');
+    assert.equal(summary.status, 'interrupted');
+    assert.equal(summary.error, 'The harness session could not be stopped cleanly.');
+    assert.ok(errors.some((e) => e.action === 'stop' && e.sessionId === 'o' && e.error === stuck), JSON.stringify(errors.map((e) => e.action)));
+    assert.ok(errors.some((e) => e.action === 'listener' && e.error === broken));
+  });
+});
+
 describe('what get() shows', () => {
   test('a session being suspended has left memory: get() reads the store, which gets the suspended record with its resume state at once', async () => {
     const gate = createDeferred();

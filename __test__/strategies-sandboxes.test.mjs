@@ -197,6 +197,35 @@ test('sharedSandbox() refuses empty or repeated ports at once, with a TypeError'
   );
 });
 
+test('sharedSandbox() tells a JavaScript fork() the session it is for; a fork() of { ports } alone still works', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'hs-fork-session-'));
+  try {
+    const seen = [];
+    const base = createFakeSandbox({ root: join(root, 'told'), id: 'told' });
+    // A fork that puts each session in a working directory of its own, the same every time.
+    const told = Object.create(base, {
+      fork: {
+        value: (options) => {
+          seen.push(options);
+          return base.fork({ ports: options.ports });
+        },
+      },
+    });
+    const shared = sharedSandbox({ open: () => told, ports: [4391] });
+    const lease = await shared.acquire('chat-7', { resume: false });
+    assert.deepEqual(seen, [{ ports: [4391], sessionId: 'chat-7' }]);
+    await lease.close();
+    // The old shape: fork({ ports }) ignores the session, and works as before.
+    const old = createFakeSandbox({ root: join(root, 'old'), id: 'old' });
+    const oldShared = sharedSandbox({ open: () => old, ports: [4392] });
+    const oldLease = await oldShared.acquire('chat-8', { resume: false });
+    assert.deepEqual([...oldLease.sandboxSession.ports], [4392]);
+    await oldLease.close();
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
 for (const kind of backends) {
   describe(`sharedSandbox() with ${kind.name}`, { skip: kind.skip }, () => {
     test(

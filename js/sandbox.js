@@ -52,6 +52,7 @@ const is = {
   number: (v) => typeof v === 'number' && Number.isFinite(v),
   ports: (v) => Array.isArray(v) && v.every((p) => Number.isInteger(p) && p > 0 && p < 65536),
   env: (v) => v !== null && typeof v === 'object' && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string'),
+  paths: (v) => Array.isArray(v) && v.every((p) => typeof p === 'string' && p.startsWith('/')),
   memory: (v) => (typeof v === 'number' && Number.isFinite(v) && v > 0) || typeof v === 'string',
 };
 const DOCKER_OPTIONS = {
@@ -75,6 +76,7 @@ const LOCAL_OPTIONS = {
   ports: ['ports', 'an array of port numbers'],
   env: ['env', 'an object of strings'],
   inheritEnv: ['boolean', 'a boolean'],
+  allowedPaths: ['paths', 'an array of absolute paths'],
   name: ['string', 'a string'],
 };
 
@@ -112,6 +114,8 @@ function dockerSandbox(options) {
  * @property {number[]} [ports] Ports of each session: this host's, on 127.0.0.1.
  * @property {Record<string, string>} [env] Environment of every command.
  * @property {boolean} [inheritEnv] Pass this process's whole environment (its secrets too). Default: false.
+ * @property {string[]} [allowedPaths] Folders of this host besides the session's that the file API reaches
+ *   (shared by every session; where harnesses bootstrap). Default: `['/tmp/harness']`.
  * @property {string} [name] The name `open()` uses for the shared sandbox. Default: `shared`.
  */
 
@@ -128,15 +132,19 @@ function localSandbox(options) {
 
 function provider(native, defaultName) {
   /** Finds the sandbox `name` again, or creates it. */
-  const open = (openOptions = {}) =>
-    settle(openOptions.abortSignal, () => native.open(openOptions.name ?? defaultName), (session) => session.stop());
+  const open = async (openOptions) => {
+    const { name, abortSignal } = optionsOf(openOptions, 'open', true);
+    stringAt(name, 'name', true);
+    return settle(abortSignal, () => native.open(name ?? defaultName), (session) => session.stop());
+  };
   Object.defineProperties(open, {
     specificationVersion: { value: 'harness-sandbox-v1', enumerable: true },
     providerId: { value: native.providerId, enumerable: true },
     createSession: {
       enumerable: true,
-      value: async (createOptions = {}) => {
-        const { sessionId, abortSignal, onFirstCreate } = createOptions;
+      value: async (createOptions) => {
+        const { sessionId, abortSignal, onFirstCreate } = optionsOf(createOptions, 'createSession', true);
+        stringAt(sessionId, 'sessionId', true);
         const session = await settle(
           abortSignal,
           () => native.createSession(sessionId ?? null),
@@ -155,8 +163,11 @@ function provider(native, defaultName) {
     },
     resumeSession: {
       enumerable: true,
-      value: ({ sessionId, abortSignal } = {}) =>
-        settle(abortSignal, () => native.resumeSession(sessionId), (session) => session.stop()),
+      value: async (resumeOptions) => {
+        const { sessionId, abortSignal } = optionsOf(resumeOptions, 'resumeSession');
+        stringAt(sessionId, 'sessionId');
+        return settle(abortSignal, () => native.resumeSession(sessionId), (session) => session.stop());
+      },
     },
     /** The native provider, for the native session strategies. */
     nativeProvider: { value: native },
@@ -203,11 +214,34 @@ function readableOf(read, cancel) {
   });
 }
 
-function commandOf(options) {
-  if (options == null || typeof options.command !== 'string') {
-    throw new SessionInputError({ path: 'command', message: 'command: expected a string.' });
+/** `value` when it is a string (or absent and `optional`); a `SessionInputError` naming `path` otherwise. */
+function stringAt(value, path, optional = false) {
+  if (typeof value === 'string' || (optional && value == null)) return value ?? undefined;
+  throw new SessionInputError({ path, message: `${path}: expected a string${optional ? ' or nothing' : ''}.` });
+}
+
+/** The options object of a method: an object, or nothing when `optional`. */
+function optionsOf(options, method, optional = false) {
+  if (options == null && optional) return {};
+  if (options === null || typeof options !== 'object') {
+    throw new SessionInputError({ path: 'options', message: `${method}() takes an options object.` });
   }
-  return { command: options.command, workingDirectory: options.workingDirectory, env: options.env };
+  return options;
+}
+
+function commandOf(options, method) {
+  optionsOf(options, method);
+  stringAt(options.command, 'command');
+  stringAt(options.workingDirectory, 'workingDirectory', true);
+  if (options.env != null && !is.env(options.env)) {
+    throw new SessionInputError({ path: 'env', message: 'env: expected an object of strings.' });
+  }
+  return { command: options.command, workingDirectory: options.workingDirectory ?? undefined, env: options.env ?? undefined };
+}
+
+/** The path of a file method's options. */
+function pathOf(options, method) {
+  return stringAt(optionsOf(options, method).path, 'path');
 }
 
 const NODE_ENCODINGS = {
@@ -274,7 +308,7 @@ function killOnAbort(process, signal) {
 /** The methods of `Experimental_SandboxSession`, then those of `HarnessV1NetworkSandboxSession`. */
 const sessionMethods = {
   async run(options) {
-    const command = commandOf(options);
+    const command = commandOf(options, 'run');
     const signal = options.abortSignal;
     signal?.throwIfAborted();
     const process = await translating(() => this.nativeSpawn(command));
@@ -289,7 +323,7 @@ const sessionMethods = {
   },
 
   async spawn(options) {
-    const command = commandOf(options);
+    const command = commandOf(options, 'spawn');
     const signal = options.abortSignal;
     signal?.throwIfAborted();
     const process = await translating(() => this.nativeSpawn(command));
@@ -319,23 +353,30 @@ const sessionMethods = {
     };
   },
 
-  async readFile({ path, abortSignal }) {
+  async readFile(options) {
+    const path = pathOf(options, 'readFile');
+    const { abortSignal } = options;
     const reader = await unlessAborted(abortSignal, () => this.nativeOpenRead(path));
     if (reader === null) return null;
     return readableOf(() => reader.read(), () => reader.cancel());
   },
 
-  async readBinaryFile({ path, abortSignal }) {
+  async readBinaryFile(options) {
+    const path = pathOf(options, 'readBinaryFile');
+    const { abortSignal } = options;
     const bytes = await unlessAborted(abortSignal, () => this.nativeReadBytes(path));
     return bytes === null ? null : asUint8Array(bytes);
   },
 
   async readTextFile(options) {
-    const bytes = await unlessAborted(options.abortSignal, () => this.nativeReadBytes(options.path));
+    const path = pathOf(options, 'readTextFile');
+    const bytes = await unlessAborted(options.abortSignal, () => this.nativeReadBytes(path));
     return bytes === null ? null : decodeLines(bytes, options);
   },
 
-  async writeFile({ path, content, abortSignal }) {
+  async writeFile(options) {
+    const path = pathOf(options, 'writeFile');
+    const { content, abortSignal } = options;
     if (content == null || typeof content.getReader !== 'function') {
       throw new SessionInputError({ path: 'content', message: 'content: expected a ReadableStream<Uint8Array>.' });
     }
@@ -370,17 +411,26 @@ const sessionMethods = {
     }
   },
 
-  async writeBinaryFile({ path, content, abortSignal }) {
+  async writeBinaryFile(options) {
+    const path = pathOf(options, 'writeBinaryFile');
+    const { content, abortSignal } = options;
     const bytes = asBuffer(content);
     await unlessAborted(abortSignal, () => this.nativeWriteBytes(path, bytes));
   },
 
-  async writeTextFile({ path, content, encoding, abortSignal }) {
+  async writeTextFile(options) {
+    const path = pathOf(options, 'writeTextFile');
+    const { content, encoding, abortSignal } = options;
     const bytes = encode(content, encoding);
     await unlessAborted(abortSignal, () => this.nativeWriteBytes(path, bytes));
   },
 
-  async getPortEndpoint({ port, protocol } = {}) {
+  async getPortEndpoint(options) {
+    const { port, protocol } = optionsOf(options, 'getPortEndpoint');
+    if (!Number.isInteger(port)) {
+      throw new SessionInputError({ path: 'port', message: 'port: expected a port number.' });
+    }
+    stringAt(protocol, 'protocol', true);
     const endpoint = translating(() => this.nativePortEndpoint(port, protocol ?? null));
     return endpoint.headers == null ? { url: endpoint.url } : endpoint;
   },
@@ -401,8 +451,13 @@ const sessionMethods = {
    * A view of the same sandbox with ports and a working directory of its own (`workingDirectory`:
    * absolute, or relative to this one's; default: a new `fork-<random>` directory).
    */
-  fork({ ports, workingDirectory } = {}) {
-    return translating(() => this.nativeFork({ ports, workingDirectory }));
+  async fork(options) {
+    const { ports, workingDirectory } = optionsOf(options, 'fork', true);
+    if (ports != null && !is.ports(ports)) {
+      throw new SessionInputError({ path: 'ports', message: 'ports: expected an array of port numbers.' });
+    }
+    stringAt(workingDirectory, 'workingDirectory', true);
+    return translating(() => this.nativeFork({ ports: ports ?? undefined, workingDirectory: workingDirectory ?? undefined }));
   },
 
   /** The same sandbox as a bare `SandboxSession`: files and processes, nothing else. */

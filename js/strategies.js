@@ -150,7 +150,7 @@ function optionsJson(options) {
 }
 
 /**
- * One sandbox for every session: each session gets a view of it, `fork({ ports: [port] })`, with
+ * One sandbox for every session: each session gets a view of it, `fork({ ports: [port], sessionId })`, with
  * a port of its own for its bridge and a working directory of its own. See the README.
  *
  * @param {{ open: () => any, ports: number[], stopWhenUnused?: boolean }} options
@@ -171,8 +171,10 @@ function sharedSandbox(options) {
     }
     return give(sandbox, 'open()');
   };
-  ops.fork = async ({ sandbox, port }) => {
-    const view = await handles.get(sandbox).fork({ ports: [port] });
+  ops.fork = async ({ sandbox, sessionId, port }) => {
+    // `sessionId` is an addition: forks that take `{ ports }` alone keep working. A fork that
+    // takes it should give the session the same working directory every time (see the README).
+    const view = await handles.get(sandbox).fork({ ports: [port], sessionId });
     return give(view, 'fork()');
   };
   try {

@@ -74,6 +74,8 @@ pub struct LocalSandboxInit {
     pub env: Option<HashMap<String, String>>,
     /// Pass this process's whole environment to commands.
     pub inherit_env: Option<bool>,
+    /// Folders besides the session's that the file API reaches. Default: `["/tmp/harness"]`.
+    pub allowed_paths: Option<Vec<String>>,
 }
 
 /// A command, as `run` and `spawn` take it.
@@ -223,6 +225,9 @@ pub fn create_local_sandbox_provider(
             ports: ports_from(options.ports, "ports")?,
             env: sorted_env(options.env),
             inherit_env: options.inherit_env.unwrap_or(false),
+            allowed_paths: options
+                .allowed_paths
+                .map(|paths| paths.into_iter().map(PathBuf::from).collect()),
         })?;
         Ok(NativeSandboxProvider {
             inner: Arc::new(inner),

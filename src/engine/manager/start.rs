@@ -355,3 +355,34 @@ async fn give_back(lease: Box<dyn Lease>, resuming: bool) -> Result<()> {
 async fn stop_harness(harness: Arc<dyn HarnessSession>) {
     let _ = harness.destroy().await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::without_unfinished_turn;
+    use serde_json::json;
+
+    #[test]
+    fn a_state_with_a_paused_turn_is_handed_over_without_it_nor_its_bridge() {
+        let kept = json!({
+            "type": "resume-session",
+            "harnessId": "claude-code",
+            "data": {"sessionId": "s", "bridge": {"url": "http://127.0.0.1:4001", "token": "t"}},
+            "continueFrom": {"type": "continue-turn", "data": {}},
+        });
+        assert_eq!(
+            without_unfinished_turn(&kept),
+            json!({"type": "resume-session", "harnessId": "claude-code", "data": {"sessionId": "s"}})
+        );
+        let no_data = json!({"type": "resume-session", "continueFrom": {}});
+        assert_eq!(
+            without_unfinished_turn(&no_data),
+            json!({"type": "resume-session", "data": {}})
+        );
+    }
+
+    #[test]
+    fn a_state_without_a_paused_turn_is_handed_over_as_it_is() {
+        let kept = json!({"type": "resume-session", "data": {"bridge": {"token": "t"}}});
+        assert_eq!(without_unfinished_turn(&kept), kept);
+    }
+}

@@ -17,28 +17,38 @@ use crate::engine::lease::{Lease, SandboxRef};
 use crate::engine::store::memory::MemoryStore;
 use crate::engine::ui::UiChunk;
 
-/// An agent whose turns answer `You said: <prompt>`; a prompt `hang` waits for an abort.
+/// An agent whose turns answer `You said: <prompt>`; a prompt `hang` waits for an abort; a prompt
+/// `pause` asks an approval and leaves the harness session with an unfinished turn.
 #[derive(Default)]
 struct ScriptedAgent {
     opened: AtomicUsize,
     resumed: AtomicUsize,
+    /// What each open was handed to resume from.
+    resumed_from: Mutex<Vec<Value>>,
+    /// Every prompt its sessions were told.
+    prompts: Arc<Mutex<Vec<String>>>,
 }
 
 #[async_trait]
 impl Agent for ScriptedAgent {
     async fn open(&self, request: OpenRequest) -> Result<Box<dyn HarnessSession>> {
         self.opened.fetch_add(1, Ordering::SeqCst);
-        if request.resume_from.is_some() {
+        if let Some(state) = &request.resume_from {
             self.resumed.fetch_add(1, Ordering::SeqCst);
+            self.resumed_from.lock().unwrap().push(state.clone());
         }
         Ok(Box::new(ScriptedSession {
             id: request.session_id,
+            unfinished: Arc::default(),
+            prompts: self.prompts.clone(),
         }))
     }
 }
 
 struct ScriptedSession {
     id: String,
+    unfinished: Arc<std::sync::atomic::AtomicBool>,
+    prompts: Arc<Mutex<Vec<String>>>,
 }
 
 struct Abort(tokio::sync::watch::Sender<Option<String>>);
@@ -60,12 +70,27 @@ impl HarnessSession for ScriptedSession {
             TurnInput::Prompt(prompt) => prompt,
             TurnInput::Continue { .. } => "continued".into(),
         };
+        self.prompts.lock().unwrap().push(prompt.clone());
+        self.unfinished.store(prompt == "pause", Ordering::SeqCst);
         let (abort, mut aborted) = tokio::sync::watch::channel(None);
         tokio::spawn(async move {
             feed.report(TurnReport::Chunks(vec![
                 chunk(json!({"type": "start", "messageId": turn.message_id})),
                 chunk(json!({"type": "start-step"})),
             ]));
+            if prompt == "pause" {
+                feed.report(TurnReport::Json(
+                    json!([
+                        {"type": "tool-input-available", "toolCallId": "c1", "toolName": "bash", "input": {"command": "ls"}},
+                        {"type": "tool-approval-request", "approvalId": "a1", "toolCallId": "c1"},
+                        {"type": "finish-step"},
+                        {"type": "finish", "finishReason": "tool-calls"},
+                    ])
+                    .to_string(),
+                ));
+                feed.report(TurnReport::End(TurnEnd::default()));
+                return;
+            }
             if prompt == "hang" {
                 let _ = aborted.changed().await;
                 let reason = aborted.borrow().clone().unwrap_or_default();
@@ -94,11 +119,16 @@ impl HarnessSession for ScriptedSession {
     }
 
     async fn has_unfinished_turn(&self) -> Result<bool> {
-        Ok(false)
+        Ok(self.unfinished.load(Ordering::SeqCst))
     }
 
     async fn stop(&self) -> Result<Value> {
-        Ok(json!({"type": "resume-session", "data": {"id": self.id}}))
+        let mut state = json!({"type": "resume-session", "data": {"id": self.id}});
+        if self.unfinished.load(Ordering::SeqCst) {
+            state["data"]["bridge"] = json!({"token": "t"});
+            state["continueFrom"] = json!({"type": "continue-turn"});
+        }
+        Ok(state)
     }
 
     async fn destroy(&self) -> Result<()> {
@@ -428,5 +458,51 @@ async fn shutdown_suspends_and_then_refuses() {
     assert_eq!(
         w.sandboxes.log.lock().unwrap().last().map(String::as_str),
         Some("shutdown")
+    );
+}
+
+#[tokio::test]
+async fn a_paused_turn_lost_with_a_suspension_is_answered_in_words() {
+    let w = world(None, ManagerOptions::default(), None);
+    w.manager.create("p".into(), json!(null)).await.unwrap();
+    w.manager.send("p", send(1, "pause")).await.unwrap();
+    let paused = wait_turn(&w, 1).await;
+    assert_eq!(paused.status, SessionStatus::AwaitingInput);
+    assert_eq!(paused.pending_input.as_ref().unwrap().approvals.len(), 1);
+    w.manager.suspend("p").await.unwrap();
+    let kept = w.store.get_resume_state("p").await.unwrap().unwrap();
+    assert!(
+        kept.get("continueFrom").is_some(),
+        "the store keeps it whole"
+    );
+    // A message resumes it, then is refused: it still waits for its answer.
+    match w.manager.send("p", send(2, "hello?")).await {
+        Err(SessionError::Conflict {
+            status, message, ..
+        }) => {
+            assert_eq!(status, SessionStatus::AwaitingInput);
+            assert_eq!(message, crate::engine::session::lifecycle::WAITS_FOR_INPUT);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        w.agent.resumed_from.lock().unwrap().clone(),
+        vec![json!({"type": "resume-session", "data": {"id": "p"}})],
+        "handed over without the paused turn nor its bridge"
+    );
+    let request = ContinueRequest {
+        turn_id: 3,
+        approvals: vec![json!({"approvalId": "a1", "approved": true})],
+        ..ContinueRequest::default()
+    };
+    w.manager.continue_turn("p", request).await.unwrap();
+    let done = wait_turn(&w, 3).await;
+    assert_eq!(done.status, SessionStatus::Idle);
+    assert_eq!(
+        w.agent.prompts.lock().unwrap().last().unwrap(),
+        &format!(
+            "{}\n- I approve bash {{\"command\":\"ls\"}}",
+            answers::TOLD_AFTER_SUSPENSION
+        )
     );
 }

@@ -394,6 +394,12 @@ async fn files(backend: Backend) {
         session.read_text("alias").await.expect("read").as_deref(),
         Some("replacedmore\n")
     );
+    // A pipe planted at a path is refused at once, never waited on.
+    run(&session, "mkfifo pipe").await;
+    let read = tokio::time::timeout(Duration::from_secs(60), session.read_text("pipe"))
+        .await
+        .expect("the read of a pipe returns");
+    assert_input_error(read, "pipe", "pipe");
     session.destroy().await.expect("destroyed");
 }
 

@@ -4,9 +4,12 @@
 //! (its `HOME`) and `tmp/` (its `TMPDIR`). Commands run through `/bin/sh -c` as the user of this
 //! process, with a small environment (not this process's, unless `inherit_env`), each in a
 //! process group of its own so that a kill or a stop ends what it started. Ports are this host's
-//! ports on 127.0.0.1. The file API is confined to the session folder: `..`, other absolute
-//! paths and symbolic links that lead out are refused; a process, though, can read and write
-//! whatever the user of this server can. Use it for development and tests, never for code you do
+//! ports on 127.0.0.1. The file API is confined to the session folder and the allowed folders
+//! (`/tmp/harness` by default, where harnesses bootstrap): `..`, other absolute paths and symbolic
+//! links that lead out are refused, every path resolved beneath a descriptor of its folder
+//! ([`super::beneath`]), so that no link swapped in meanwhile leads out; a session folder replaced
+//! by a link is refused. A process, though, can read and write whatever the user of this server
+//! can. Use it for development and tests, never for code you do
 //! not trust.
 
 use std::collections::HashMap;
@@ -20,7 +23,13 @@ use bytes::Bytes;
 use futures::StreamExt;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use super::paths::{self, ConfinedPath, PathPolicy};
+use std::os::fd::AsFd;
+
+use rustix::fs::{self, AtFlags, FileType, Mode, OFlags};
+
+use super::beneath::{self, Beneath};
+use super::bootstrap_gate::BootstrapGate;
+use super::paths::{self, PathPolicy};
 use super::process::{process_channel, ExitStatus, OutputWriter};
 use super::view::{self, fresh_fork_name, loopback_endpoint, random_u64, validate_ports};
 use super::{
@@ -44,7 +53,15 @@ pub struct LocalSandboxOptions {
     /// Pass this process's whole environment to commands (secrets included). Default: only
     /// `PATH`, `USER`, `LOGNAME`, `LANG`, `LC_ALL` and `TERM` pass.
     pub inherit_env: bool,
+    /// Folders of this host, besides the session's folder, that the file API may reach (a
+    /// harness bootstraps into one of them): created when missing, shared by every session.
+    /// `None`: [`DEFAULT_ALLOWED_PATHS`].
+    pub allowed_paths: Option<Vec<PathBuf>>,
 }
+
+/// The folders the file API reaches besides the session's folder when none are given: where
+/// harnesses bootstrap (`/tmp/harness/claude-code/` for Claude Code).
+pub const DEFAULT_ALLOWED_PATHS: &[&str] = &["/tmp/harness"];
 
 /// Sandboxes as folders of this host. See the module documentation: no isolation.
 #[derive(Debug, Clone)]
@@ -73,6 +90,21 @@ impl LocalSandbox {
             ));
         }
         validate_ports(&options.ports, "ports")?;
+        for path in options.allowed_paths.iter().flatten() {
+            let valid = path
+                .to_str()
+                .and_then(paths::normalize_absolute)
+                .is_some_and(|normalized| normalized != "/");
+            if !valid {
+                return Err(SessionError::input(
+                    "allowedPaths",
+                    format!(
+                        "allowedPaths: {} is not an absolute path below `/` without `..`.",
+                        path.display()
+                    ),
+                ));
+            }
+        }
         let mut probe = Command::new("true");
         probe.env = options.env.clone();
         probe.validate()?;
@@ -85,16 +117,50 @@ impl LocalSandbox {
         self.options.root.join(name)
     }
 
-    fn open_folder(&self, name: String, folder: &Path) -> Result<Arc<dyn SandboxSession>> {
-        let folder = std::fs::canonicalize(folder).map_err(|error| io_error(folder, &error))?;
-        let folder = folder
+    /// The allowed folders, normalized.
+    fn allowed_paths(&self) -> Vec<String> {
+        match &self.options.allowed_paths {
+            Some(allowed) => allowed
+                .iter()
+                .filter_map(|path| path.to_str().and_then(paths::normalize_absolute))
+                .collect(),
+            None => DEFAULT_ALLOWED_PATHS
+                .iter()
+                .map(|path| (*path).to_owned())
+                .collect(),
+        }
+    }
+
+    /// The session folder `name`, opened beneath the root without following a link, and the
+    /// allowed folders, made when missing.
+    fn open_folder(&self, name: String) -> Result<Arc<dyn SandboxSession>> {
+        let root = std::fs::canonicalize(&self.options.root)
+            .map_err(|error| io_error(&self.options.root, &error))?;
+        let root = root
             .to_str()
             .ok_or_else(|| SessionError::input("root", "root: the path is not valid UTF-8."))?
             .to_owned();
+        let folder = paths::join(&root, &name);
+        let folder_root =
+            Beneath::open(&folder).map_err(|error| refused_folder(&folder, &error))?;
+        let mut beneath = vec![Arc::new(folder_root)];
+        for allowed in self.allowed_paths() {
+            std::fs::create_dir_all(&allowed)
+                .map_err(|error| io_error(Path::new(&allowed), &error))?;
+            let parent = std::fs::canonicalize(paths::parent(&allowed))
+                .map_err(|error| io_error(Path::new(&allowed), &error))?;
+            let last = allowed.rsplit('/').next().unwrap_or_default();
+            let real = paths::join(parent.to_str().unwrap_or("/"), last);
+            let opened = Beneath::open(&real).map_err(|error| refused_folder(&real, &error))?;
+            beneath.push(Arc::new(opened));
+        }
         let workspace = paths::join(&folder, "workspace");
         let home = paths::join(&folder, "home");
         let tmp = paths::join(&folder, "tmp");
-        let policy = PathPolicy::new([folder.clone()], &workspace)?;
+        let policy = PathPolicy::new(
+            beneath.iter().map(|root| root.path().to_owned()),
+            &workspace,
+        )?;
         let mut env: Vec<(String, String)> = if self.options.inherit_env {
             std::env::vars().collect()
         } else {
@@ -117,10 +183,12 @@ impl LocalSandbox {
         let shared = Arc::new(LocalBox {
             name,
             folder,
+            beneath,
             home,
             env,
             processes: Mutex::new(HashMap::new()),
             stopped: AtomicBool::new(false),
+            bootstrap: BootstrapGate::default(),
         });
         Ok(Arc::new(LocalSandboxSession {
             shared,
@@ -171,15 +239,31 @@ impl SandboxProvider for LocalSandbox {
                 .await
                 .map_err(|error| io_error(&dir, &error))?;
         }
-        self.open_folder(name, &folder)
+        self.open_folder(name)
     }
 
     async fn find(&self, session_id: &str) -> Result<Option<Arc<dyn SandboxSession>>> {
         let name = view::resource_name(session_id);
         let folder = self.folder(&name);
-        match tokio::fs::metadata(folder.join("workspace")).await {
-            Ok(metadata) if metadata.is_dir() => self.open_folder(name, &folder).map(Some),
-            Ok(_) => Ok(None),
+        // The folder itself is never followed through a link: one that a command replaced by a
+        // link is refused, never resumed elsewhere.
+        let root = match tokio::fs::symlink_metadata(&folder).await {
+            Ok(metadata) if metadata.is_dir() => match Beneath::open(folder.to_str().unwrap_or("/")) {
+                Ok(root) => root,
+                Err(error) if error.kind() == ErrorKind::NotFound => return Ok(None),
+                Err(error) => return Err(refused_folder(&folder.display().to_string(), &error)),
+            },
+            Ok(_) => {
+                return Err(SessionError::host(format!(
+                    "The local sandbox folder {} is not a folder (a symbolic link?): refusing to use it.",
+                    folder.display()
+                )))
+            }
+            Err(error) if error.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(io_error(&folder, &error)),
+        };
+        match root.directory(&["workspace"]) {
+            Ok(_) => self.open_folder(name).map(Some),
             Err(error) if error.kind() == ErrorKind::NotFound => Ok(None),
             Err(error) => Err(io_error(&folder, &error)),
         }
@@ -191,11 +275,16 @@ impl SandboxProvider for LocalSandbox {
 struct LocalBox {
     name: String,
     folder: String,
+    /// The session's folder first, then the allowed folders: every path of the file API is
+    /// resolved beneath one of them.
+    beneath: Vec<Arc<Beneath>>,
     home: String,
     env: Vec<(String, String)>,
     /// The process groups running, by the view that started them.
     processes: Mutex<HashMap<i32, u64>>,
     stopped: AtomicBool,
+    /// One harness bootstrap at a time in the shared bootstrap folders.
+    bootstrap: BootstrapGate,
 }
 
 impl LocalBox {
@@ -236,63 +325,48 @@ impl LocalSandboxSession {
         &self.shared.folder
     }
 
-    /// `path` confined to the sandbox folder, symbolic links included.
-    async fn confine(&self, path: &str) -> Result<ConfinedPath> {
+    /// `path` checked against the sandbox's directories: the root it lies in, still in place,
+    /// and its components below that root.
+    fn confine(&self, path: &str) -> Result<Target> {
         let confined = self.policy.resolve(path)?;
-        for prefix in confined.prefixes_below_root() {
-            match tokio::fs::symlink_metadata(&prefix).await {
-                Ok(metadata) if metadata.file_type().is_symlink() => {
-                    self.check_link(path, &prefix).await?;
-                }
-                Ok(_) => {}
-                Err(error) if error.kind() == ErrorKind::NotFound || is_not_a_directory(&error) => {
-                    break
-                }
-                Err(error) => return Err(io_error(Path::new(&prefix), &error)),
-            }
+        let beneath = self
+            .shared
+            .beneath
+            .iter()
+            .find(|root| root.path() == confined.root)
+            .cloned()
+            .ok_or_else(|| self.policy.outside(path))?;
+        if !beneath.in_place() {
+            return Err(moved_root(beneath.path()));
         }
-        Ok(confined)
+        let components = confined
+            .components_below_root()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        Ok(Target {
+            path: path.to_owned(),
+            absolute: confined.absolute,
+            beneath,
+            components,
+        })
     }
 
-    /// Follows the symbolic link at `link` to its end, refusing `path` if any hop leads out.
-    async fn check_link(&self, path: &str, link: &str) -> Result<()> {
-        let mut current = link.to_owned();
-        for _ in 0..40 {
-            match tokio::fs::canonicalize(&current).await {
-                Ok(real) => {
-                    let real = real.to_str().unwrap_or("/").to_owned();
-                    return match self.policy.contains(&real) {
-                        Some(_) => Ok(()),
-                        None => Err(self.policy.link_outside(path, &real)),
-                    };
-                }
-                Err(error) if error.kind() == ErrorKind::NotFound => {
-                    // A dangling link: follow it by hand, one hop at a time.
-                    let target = tokio::fs::read_link(&current)
-                        .await
-                        .map_err(|error| io_error(Path::new(&current), &error))?;
-                    let directory = tokio::fs::canonicalize(paths::parent(&current))
-                        .await
-                        .map_err(|error| io_error(Path::new(&current), &error))?;
-                    let resolved = paths::resolve_link_target(
-                        directory.to_str().unwrap_or("/"),
-                        target.to_str().unwrap_or("/"),
-                    );
-                    if self.policy.contains(&resolved).is_none() {
-                        return Err(self.policy.link_outside(path, &resolved));
-                    }
-                    match tokio::fs::symlink_metadata(&resolved).await {
-                        Ok(metadata) if metadata.file_type().is_symlink() => current = resolved,
-                        _ => return Ok(()),
-                    }
-                }
-                Err(error) => return Err(io_error(Path::new(&current), &error)),
-            }
+    /// The error of a lookup of `target` that failed.
+    fn lookup_error(&self, target: &Target, error: &std::io::Error) -> SessionError {
+        if beneath::is_outside(error) {
+            self.policy.leads_out(&target.path)
+        } else if error.raw_os_error() == Some(libc::ELOOP) {
+            SessionError::input(
+                target.path.clone(),
+                format!(
+                    "The path {:?} goes through too many symbolic links, or one that changed while it was opened.",
+                    target.path
+                ),
+            )
+        } else {
+            io_error(Path::new(&target.absolute), error)
         }
-        Err(SessionError::input(
-            path,
-            format!("The path {path:?} goes through too many symbolic links."),
-        ))
     }
 
     fn check_running(&self) -> Result<()> {
@@ -301,6 +375,9 @@ impl LocalSandboxSession {
                 "The local sandbox {} is stopped: resume its session to use it again.",
                 self.shared.folder
             )));
+        }
+        if !self.shared.beneath[0].in_place() {
+            return Err(moved_root(&self.shared.folder));
         }
         Ok(())
     }
@@ -336,7 +413,14 @@ impl SandboxSession for LocalSandboxSession {
         format!(
             "A folder on the server's own machine, NOT isolated: commands run directly on the host as the server's user. \
              Working directory: {}. Home: {}. Files are read and written inside {}. Network: the host's; {ports}.",
-            self.working_directory, self.shared.home, self.shared.folder
+            self.working_directory,
+            self.shared.home,
+            self.shared
+                .beneath
+                .iter()
+                .map(|root| root.path())
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     }
 
@@ -435,25 +519,44 @@ impl SandboxSession for LocalSandboxSession {
     }
 
     async fn read_file(&self, path: &str) -> Result<Option<FileStream>> {
-        let confined = self.confine(path).await?;
-        let file = match tokio::fs::File::open(&confined.absolute).await {
-            Ok(file) => file,
-            Err(error) if error.kind() == ErrorKind::NotFound || is_not_a_directory(&error) => {
-                return Ok(None)
-            }
-            Err(error) => return Err(io_error(Path::new(&confined.absolute), &error)),
-        };
-        let metadata = file
-            .metadata()
+        let target = self.confine(path)?;
+        let gate = self.shared.bootstrap.before_read(&target.absolute).await;
+        let opened = {
+            let beneath = target.beneath.clone();
+            let components = target.components.clone();
+            blocking(move || {
+                let parts: Vec<&str> = components.iter().map(String::as_str).collect();
+                // Non-blocking to open: a FIFO planted at the path must not hang the read.
+                let fd =
+                    beneath.open_at(&parts, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty())?;
+                let kind = FileType::from_raw_mode(fs::fstat(&fd)?.st_mode);
+                fs::fcntl_setfl(&fd, OFlags::empty())?;
+                Ok::<_, std::io::Error>((fd, kind))
+            })
             .await
-            .map_err(|error| io_error(Path::new(&confined.absolute), &error))?;
-        if metadata.is_dir() {
-            return Err(SessionError::input(
-                path,
-                format!("The path {path:?} is a directory, not a file."),
-            ));
-        }
-        let absolute = confined.absolute;
+        };
+        let missing = matches!(&opened, Err(error) if error.kind() == ErrorKind::NotFound || is_not_a_directory(error));
+        self.shared
+            .bootstrap
+            .after_read(&target.absolute, gate, missing);
+        let file = match opened {
+            Ok((_, FileType::Directory)) => {
+                return Err(SessionError::input(
+                    path,
+                    format!("The path {path:?} is a directory, not a file."),
+                ))
+            }
+            Ok((_, FileType::Fifo | FileType::Socket)) => {
+                return Err(SessionError::input(
+                    path,
+                    format!("The path {path:?} is a pipe or a socket, not a file."),
+                ))
+            }
+            Ok((fd, _)) => tokio::fs::File::from_std(std::fs::File::from(fd)),
+            Err(_) if missing => return Ok(None),
+            Err(error) => return Err(self.lookup_error(&target, &error)),
+        };
+        let absolute = target.absolute;
         let stream = futures::stream::unfold(Some(file), move |file| {
             let absolute = absolute.clone();
             async move {
@@ -473,67 +576,120 @@ impl SandboxSession for LocalSandboxSession {
     }
 
     async fn write_file(&self, path: &str, mut content: FileStream) -> Result<()> {
-        let confined = self.confine(path).await?;
-        let target = PathBuf::from(&confined.absolute);
-        if confined.absolute == confined.root {
+        let target = self.confine(path)?;
+        let Some((name, parent)) = target.components.split_last() else {
             return Err(SessionError::input(
                 path,
                 format!("The path {path:?} is a directory, not a file."),
             ));
-        }
-        let directory = paths::parent(&confined.absolute).to_owned();
-        match tokio::fs::create_dir_all(&directory).await {
-            Ok(()) => {}
-            Err(error)
-                if error.kind() == ErrorKind::AlreadyExists || is_not_a_directory(&error) =>
+        };
+        let name = name.clone();
+        let temporary = format!(".{name}.{:016x}.tmp", random_u64());
+        // The directory (made beneath the root), what is at the path now, and the temporary file,
+        // created in that directory without following a link.
+        let prepared = {
+            let beneath = target.beneath.clone();
+            let components = target.components.clone();
+            let parent = parent.to_vec();
+            let name = name.clone();
+            let temporary = temporary.clone();
+            blocking(move || {
+                let all: Vec<&str> = components.iter().map(String::as_str).collect();
+                let parent: Vec<&str> = parent.iter().map(String::as_str).collect();
+                let directory = beneath
+                    .make_directories(&parent)
+                    .map_err(Prepare::Directory)?;
+                // A link at the path is replaced, never written through; one that leads out is
+                // refused all the same.
+                match beneath.open_at(&all, OFlags::PATH, Mode::empty()) {
+                    Err(error) if beneath::is_outside(&error) => return Err(Prepare::Other(error)),
+                    _ => {}
+                }
+                let previous =
+                    match fs::statat(&directory, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(stat) => Some(stat),
+                        Err(rustix::io::Errno::NOENT) => None,
+                        Err(error) => return Err(Prepare::Other(error.into())),
+                    };
+                let previous = match previous {
+                    Some(stat) => match FileType::from_raw_mode(stat.st_mode) {
+                        FileType::Directory => return Err(Prepare::IsDirectory),
+                        FileType::RegularFile => Some(stat.st_mode & 0o7777),
+                        _ => None,
+                    },
+                    None => None,
+                };
+                let file = fs::openat(
+                    &directory,
+                    temporary.as_str(),
+                    OFlags::WRONLY
+                        | OFlags::CREATE
+                        | OFlags::EXCL
+                        | OFlags::NOFOLLOW
+                        | OFlags::CLOEXEC,
+                    Mode::from_raw_mode(0o666),
+                )
+                .map_err(|error| Prepare::Other(error.into()))?;
+                Ok::<_, Prepare>((directory, file, previous))
+            })
+            .await
+        };
+        let (directory, file, previous) = match prepared {
+            Ok(prepared) => prepared,
+            Err(Prepare::IsDirectory) => {
+                return Err(SessionError::input(
+                    path,
+                    format!("The path {path:?} is a directory, not a file."),
+                ))
+            }
+            Err(Prepare::Directory(error))
+                if error.raw_os_error() == Some(libc::EEXIST) || is_not_a_directory(&error) =>
             {
                 return Err(SessionError::input(
                     path,
                     format!("Cannot write {path:?}: a file is in the way of its directory."),
                 ));
             }
-            Err(error) => return Err(io_error(Path::new(&directory), &error)),
-        }
-        let previous = tokio::fs::symlink_metadata(&target).await.ok();
-        if previous.as_ref().is_some_and(|metadata| metadata.is_dir()) {
-            return Err(SessionError::input(
-                path,
-                format!("The path {path:?} is a directory, not a file."),
-            ));
-        }
-        let temporary = PathBuf::from(format!(
-            "{}/.{}.{:016x}.tmp",
-            directory,
-            target
-                .file_name()
-                .and_then(|name| name.to_str())
-                .unwrap_or("file"),
-            random_u64()
-        ));
+            Err(Prepare::Directory(error) | Prepare::Other(error)) => {
+                return Err(self.lookup_error(&target, &error))
+            }
+        };
+        let directory = Arc::new(directory);
+        let shown = PathBuf::from(&target.absolute);
         let written = async {
-            let mut file = tokio::fs::File::create(&temporary)
-                .await
-                .map_err(|error| io_error(&temporary, &error))?;
+            let mut file = tokio::fs::File::from_std(std::fs::File::from(file));
             while let Some(chunk) = content.next().await {
                 file.write_all(&chunk?)
                     .await
-                    .map_err(|error| io_error(&temporary, &error))?;
+                    .map_err(|error| io_error(&shown, &error))?;
             }
             file.flush()
                 .await
-                .map_err(|error| io_error(&temporary, &error))?;
-            if let Some(metadata) = previous.as_ref().filter(|metadata| metadata.is_file()) {
-                tokio::fs::set_permissions(&temporary, metadata.permissions())
-                    .await
-                    .map_err(|error| io_error(&temporary, &error))?;
-            }
-            tokio::fs::rename(&temporary, &target)
-                .await
-                .map_err(|error| io_error(&target, &error))
+                .map_err(|error| io_error(&shown, &error))?;
+            let file = file.into_std().await;
+            let directory = directory.clone();
+            let name = name.clone();
+            let temporary = temporary.clone();
+            blocking(move || {
+                if let Some(mode) = previous {
+                    fs::fchmod(&file, Mode::from_raw_mode(mode))?;
+                }
+                drop(file);
+                fs::renameat(&*directory, temporary.as_str(), &*directory, name.as_str())?;
+                Ok(())
+            })
+            .await
+            .map_err(|error| io_error(&shown, &error))
         }
         .await;
-        if written.is_err() {
-            let _ = tokio::fs::remove_file(&temporary).await;
+        if written.is_ok() {
+            self.shared.bootstrap.after_write(&target.absolute);
+        } else {
+            let _ = blocking(move || {
+                fs::unlinkat(&*directory, temporary.as_str(), AtFlags::empty())?;
+                Ok::<(), std::io::Error>(())
+            })
+            .await;
         }
         written
     }
@@ -542,6 +698,7 @@ impl SandboxSession for LocalSandboxSession {
         if self.view == 0 {
             self.shared.stopped.store(true, Ordering::SeqCst);
             self.shared.kill_view(None);
+            self.shared.bootstrap.release_all();
         } else {
             self.shared.kill_view(Some(self.view));
         }
@@ -550,31 +707,57 @@ impl SandboxSession for LocalSandboxSession {
 
     async fn destroy(&self) -> Result<()> {
         self.stop().await?;
-        let doomed = if self.view == 0 {
-            Some(self.shared.folder.clone())
-        } else if self.owns_directory {
-            Some(self.working_directory.clone())
-        } else {
-            None
-        };
-        if let Some(doomed) = doomed {
-            match tokio::fs::remove_dir_all(&doomed).await {
-                Ok(()) => {}
-                Err(error) if error.kind() == ErrorKind::NotFound => {}
-                Err(error) => return Err(io_error(Path::new(&doomed), &error)),
+        // Removal never follows a link: the session's folder is removed from its parent (a link
+        // put in its place is unlinked, not followed), a fork's folder beneath the session's.
+        let (parent, name) = if self.view == 0 {
+            let folder = self.shared.folder.clone();
+            let name = folder.rsplit('/').next().unwrap_or_default().to_owned();
+            let parent = paths::parent(&folder).to_owned();
+            let opened = blocking(move || Beneath::open(&parent)).await;
+            match opened {
+                Ok(parent) => (parent.directory(&[]), name),
+                Err(error) if error.kind() == ErrorKind::NotFound => return Ok(()),
+                Err(error) => return Err(io_error(Path::new(&folder), &error)),
             }
-        }
-        Ok(())
+        } else if self.owns_directory {
+            let target = match self.confine(&self.working_directory) {
+                Ok(target) => target,
+                Err(_) => return Ok(()),
+            };
+            let Some((name, parent)) = target.components.split_last() else {
+                return Ok(());
+            };
+            let parts: Vec<&str> = parent.iter().map(String::as_str).collect();
+            (target.beneath.directory(&parts), name.clone())
+        } else {
+            return Ok(());
+        };
+        let directory = match parent {
+            Ok(directory) => directory,
+            Err(error) if error.kind() == ErrorKind::NotFound => return Ok(()),
+            Err(error) => return Err(io_error(Path::new(&self.working_directory), &error)),
+        };
+        blocking(move || beneath::remove_tree(directory.as_fd(), &name))
+            .await
+            .map_err(|error| io_error(Path::new(&self.working_directory), &error))
     }
 
     async fn fork(&self, options: ForkOptions) -> Result<Arc<dyn SandboxSession>> {
         validate_ports(&options.ports, "ports")?;
         self.check_running()?;
         let requested = options.working_directory.unwrap_or_else(fresh_fork_name);
-        let confined = self.confine(&requested).await?;
-        tokio::fs::create_dir_all(&confined.absolute)
+        let target = self.confine(&requested)?;
+        let made = {
+            let beneath = target.beneath.clone();
+            let components = target.components.clone();
+            blocking(move || {
+                let parts: Vec<&str> = components.iter().map(String::as_str).collect();
+                beneath.make_directories(&parts).map(drop)
+            })
             .await
-            .map_err(|error| io_error(Path::new(&confined.absolute), &error))?;
+        };
+        made.map_err(|error| self.lookup_error(&target, &error))?;
+        let confined = target;
         let owns_directory = confined.absolute != self.working_directory
             && paths::is_within(&confined.absolute, &self.working_directory);
         Ok(Arc::new(LocalSandboxSession {
@@ -586,6 +769,59 @@ impl SandboxSession for LocalSandboxSession {
             owns_directory,
         }))
     }
+}
+
+/// A path of the file API once checked: the root it lies in and its components below it.
+struct Target {
+    /// The path as given, for errors.
+    path: String,
+    /// The normalized absolute path, for messages.
+    absolute: String,
+    beneath: Arc<Beneath>,
+    components: Vec<String>,
+}
+
+/// Why a write could not be prepared.
+enum Prepare {
+    /// Its directory could not be made.
+    Directory(std::io::Error),
+    /// The path is a directory.
+    IsDirectory,
+    /// Anything else.
+    Other(std::io::Error),
+}
+
+/// Runs the blocking file system calls `work` on tokio's blocking threads.
+async fn blocking<T: Send + 'static, E: From<std::io::Error> + Send + 'static>(
+    work: impl FnOnce() -> std::result::Result<T, E> + Send + 'static,
+) -> std::result::Result<T, E> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|error| Err(std::io::Error::other(error.to_string()).into()))
+}
+
+impl From<std::io::Error> for Prepare {
+    fn from(error: std::io::Error) -> Self {
+        Prepare::Other(error)
+    }
+}
+
+/// The refusal of a sandbox folder that is not a plain folder (a link, a file).
+fn refused_folder(folder: &str, error: &std::io::Error) -> SessionError {
+    match error.raw_os_error() {
+        Some(libc::ENOTDIR | libc::ELOOP) => SessionError::host(format!(
+            "The local sandbox folder {folder} is not a folder (a symbolic link?): refusing to use it."
+        )),
+        _ => io_error(Path::new(folder), error),
+    }
+}
+
+/// The refusal of a sandbox whose folder `folder` was moved, removed or replaced since it was
+/// opened.
+fn moved_root(folder: &str) -> SessionError {
+    SessionError::host(format!(
+        "The local sandbox folder {folder} was moved, removed or replaced (by a symbolic link?) since the sandbox was opened: refusing to use it. Resume the session to open it again."
+    ))
 }
 
 /// Copies a process's output stream into its pipe until it ends.
@@ -623,4 +859,43 @@ fn io_error(path: &Path, error: &std::io::Error) -> SessionError {
         "The local sandbox failed at {}: {error}.",
         path.display()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_pipe_planted_at_a_path_is_refused_not_waited_on() {
+        let temp = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
+        let provider = LocalSandbox::new(LocalSandboxOptions {
+            root: temp.path().to_path_buf(),
+            allowed_paths: Some(Vec::new()),
+            ..LocalSandboxOptions::default()
+        })
+        .unwrap_or_else(|error| panic!("{error}"));
+        let session = provider
+            .create(Some("fifo"))
+            .await
+            .unwrap_or_else(|error| panic!("{error}"));
+        let made = session
+            .run(Command::new("mkfifo pipe"))
+            .await
+            .unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(made.exit_code, 0, "{}", made.stderr);
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            session.read_text("pipe"),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("the read of a pipe hung"));
+        assert!(
+            matches!(&read, Err(SessionError::Input { message, .. }) if message.contains("pipe")),
+            "{read:?}"
+        );
+        session
+            .destroy()
+            .await
+            .unwrap_or_else(|error| panic!("{error}"));
+    }
 }

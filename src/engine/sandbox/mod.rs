@@ -15,8 +15,13 @@
 //!
 //! Invariant of every implementation: the file API never reaches outside the sandbox's working
 //! directories. `..`, absolute paths elsewhere and symbolic links that lead out are refused with
-//! [`SessionError::Input`](crate::engine::error::SessionError::Input) ([`paths`]).
+//! [`SessionError::Input`](crate::engine::error::SessionError::Input) ([`paths`]). No link swapped
+//! in while an operation runs leads it out either: the local sandbox resolves every path beneath
+//! a descriptor of its folder (`beneath.rs`), the Docker sandbox as the sandbox's user inside the
+//! container.
 
+pub(crate) mod beneath;
+pub(crate) mod bootstrap_gate;
 pub mod docker;
 pub mod local;
 pub mod paths;

@@ -154,6 +154,17 @@ impl PathPolicy {
         )
     }
 
+    /// The refusal of `path`, which goes through a symbolic link that leads outside the roots.
+    pub fn leads_out(&self, path: &str) -> SessionError {
+        SessionError::input(
+            path,
+            format!(
+                "The path {path:?} goes through a symbolic link that leads outside the sandbox's working directories ({}).",
+                self.roots.join(", ")
+            ),
+        )
+    }
+
     /// The refusal of `path`, which goes through a symbolic link to `target` outside the roots.
     pub fn link_outside(&self, path: &str, target: &str) -> SessionError {
         SessionError::input(

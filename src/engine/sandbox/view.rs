@@ -178,16 +178,26 @@ mod tests {
 }
 
 /// `id` as a name Docker and file systems take (`[A-Za-z0-9_.-]`, not starting with `.` or `-`,
-/// at most 128 bytes): unchanged when it already is one, otherwise its invalid characters
-/// replaced and a hash of the original appended, so that two ids never share a name.
+/// at most 128 bytes), one name per id:
+///
+/// - an id that already is such a name is kept, unless it ends like a hashed name (`-` and 16
+///   hexadecimal digits);
+/// - any other id becomes its valid characters (others replaced by `-`, at most 100), `-`, and the
+///   first 16 hexadecimal digits of the SHA-256 of the id.
+///
+/// The two forms never meet (only the second ends like a hashed name), and two ids of the second
+/// form share a name only if their SHA-256 digests share 64 bits: found by chance after about 2^32
+/// ids, and a second id for a given one only by about 2^64 attempts. So `"team a/chat 1"` and
+/// `"team-a-chat-1-9eb9137c31375c19"` get different folders and containers.
 pub(crate) fn resource_name(id: &str) -> String {
+    use sha2::{Digest, Sha256};
     let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-';
     let clean = !id.is_empty()
         && id.len() <= 128
         && id.chars().all(valid)
         && !id.starts_with('.')
         && !id.starts_with('-');
-    if clean {
+    if clean && !looks_hashed(id) {
         return id.to_owned();
     }
     let mut name: String = id
@@ -196,15 +206,26 @@ pub(crate) fn resource_name(id: &str) -> String {
         .take(100)
         .collect();
     name = name.trim_start_matches(['.', '-']).to_owned();
-    // FNV-1a, 64 bits: stable across processes and versions.
-    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    });
+    let digest = Sha256::digest(id.as_bytes());
+    let hash: String = digest[..8]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
     if name.is_empty() {
-        format!("x-{hash:016x}")
+        format!("x-{hash}")
     } else {
-        format!("{name}-{hash:016x}")
+        format!("{name}-{hash}")
     }
+}
+
+/// Whether `name` ends like a hashed name: `-` and 16 lower-case hexadecimal digits.
+fn looks_hashed(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    bytes.len() >= 17
+        && bytes[bytes.len() - 17] == b'-'
+        && bytes[bytes.len() - 16..]
+            .iter()
+            .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(byte))
 }
 
 #[cfg(test)]
@@ -223,5 +244,38 @@ mod name_tests {
         assert_ne!(resource_name("a/b"), resource_name("a b"));
         assert!(resource_name("../..").starts_with("x-"));
         assert!(resource_name(&"a".repeat(300)).len() <= 128);
+    }
+
+    #[test]
+    fn names_never_collide_with_a_hashed_name() {
+        let hashed = resource_name("team a/chat 1");
+        assert!(hashed.starts_with("team-a-chat-1-"), "{hashed}");
+        // The id that is the other's name gets a name of its own.
+        assert_ne!(resource_name(&hashed), hashed);
+        assert_ne!(
+            resource_name("team-a-chat-1-9eb9137c31375c19"),
+            resource_name("team a/chat 1")
+        );
+        assert_ne!(
+            resource_name("team-a-chat-1-9eb9137c31375c19"),
+            "team-a-chat-1-9eb9137c31375c19"
+        );
+        // Ids that only look alike once cleaned differ too.
+        let names: std::collections::HashSet<String> = [
+            "a b",
+            "a/b",
+            "a-b",
+            "a:b",
+            "a-b-0000000000000000",
+            "a-b-000000000000000g",
+        ]
+        .iter()
+        .map(|id| resource_name(id))
+        .collect();
+        assert_eq!(names.len(), 6);
+        assert_eq!(
+            resource_name("a-b-000000000000000g"),
+            "a-b-000000000000000g"
+        );
     }
 }

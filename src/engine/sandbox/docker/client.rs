@@ -107,11 +107,56 @@ impl Endpoint {
                 message,
             } => SessionError::host(format!(
                 "The Docker Engine refused to {doing}: {} (HTTP {status_code}).",
-                message.trim().trim_end_matches('.')
+                without_host_paths(message.trim().trim_end_matches('.'))
             )),
             other => SessionError::host(format!("Docker failed to {doing}: {other}.")),
         }
     }
+}
+
+/// `message` with the host's side of the container's file system taken out: a path of the
+/// engine's storage (`…/overlay2/<id>/merged/etc/x`) becomes the container's path (`/etc/x`), so
+/// that no error shows where the engine keeps containers on the host.
+pub(crate) fn without_host_paths(message: &str) -> String {
+    const LAYERS: [&str; 3] = ["/merged", "/diff", "/rootfs"];
+    message
+        .split(' ')
+        .map(|word| {
+            let Some(storage) = [
+                "/overlay2/",
+                "/overlay/",
+                "/containers/",
+                "/volumes/",
+                "/var/lib/docker",
+            ]
+            .iter()
+            .filter_map(|marker| word.find(marker))
+            .min() else {
+                return word.to_owned();
+            };
+            let start = word[..storage]
+                .rfind(['"', '\'', '(', '='])
+                .map_or(0, |index| index + 1);
+            let after = &word[storage..];
+            let inside = LAYERS
+                .iter()
+                .filter_map(|layer| after.find(layer).map(|index| index + layer.len()))
+                .min()
+                .map_or("", |end| &after[end..]);
+            let inside = if inside.is_empty() || !inside.starts_with('/') {
+                format!("/{}", inside.trim_start_matches('/'))
+            } else {
+                inside.to_owned()
+            };
+            let inside = if LAYERS.iter().any(|layer| after.contains(layer)) {
+                inside
+            } else {
+                "<engine storage>".to_owned()
+            };
+            format!("{}{inside}", &word[..start])
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The HTTP status of a response error, if `error` is one.
@@ -133,6 +178,25 @@ pub(crate) fn message_of(error: &DockerError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn engine_storage_paths_are_taken_out_of_messages() {
+        let said = "lstat /var/lib/docker/overlay2/0123abcd/merged/etc/shadow: permission denied";
+        assert_eq!(
+            without_host_paths(said),
+            "lstat /etc/shadow: permission denied"
+        );
+        let quoted = "open \"/work/docker/root/overlay2/ff/diff/root/x\": no such file";
+        assert_eq!(without_host_paths(quoted), "open \"/root/x\": no such file");
+        assert_eq!(
+            without_host_paths("mount /work/docker/root/volumes/abc failed"),
+            "mount <engine storage> failed"
+        );
+        assert_eq!(
+            without_host_paths("no such container: x"),
+            "no such container: x"
+        );
+    }
 
     #[test]
     fn endpoints_parse() {

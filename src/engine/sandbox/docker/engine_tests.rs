@@ -395,3 +395,64 @@ async fn docker_timings() {
         median(destroy)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leftover_container_is_reclaimed_by_create() {
+    if !docker_ready().await {
+        return;
+    }
+    let id = unique("leftover");
+    let provider = DockerSandbox::new(docker_options()).expect("valid options");
+    let first = provider.create(Some(&id)).await.expect("created");
+    first
+        .write_text("old.txt", "left behind")
+        .await
+        .expect("written");
+    // Held by this process: a second create is refused.
+    assert!(
+        matches!(provider.create(Some(&id)).await, Err(SessionError::Host { message, .. }) if message.contains("already exists")),
+        "a container this process holds is not reclaimed"
+    );
+    // What a crash leaves: the container, running, and nothing of this process holding it.
+    let name = first.id().to_owned();
+    drop(first);
+    let fresh = DockerSandbox::new(docker_options()).expect("valid options");
+    let again = fresh
+        .create(Some(&id))
+        .await
+        .expect("the leftover reclaimed");
+    assert_eq!(again.id(), name);
+    assert_eq!(again.read_text("old.txt").await.expect("read"), None);
+    again.destroy().await.expect("destroyed");
+
+    // A container of that name not made for this session is never reclaimed.
+    let foreign = unique("foreign");
+    let foreign_name = fresh.container_name(&foreign);
+    let docker = docker();
+    docker
+        .create_container(
+            Some(
+                CreateContainerOptionsBuilder::default()
+                    .name(&foreign_name)
+                    .build(),
+            ),
+            ContainerCreateBody {
+                image: Some(docker_options().image),
+                cmd: Some(vec!["true".into()]),
+                ..ContainerCreateBody::default()
+            },
+        )
+        .await
+        .expect("a foreign container");
+    let refused = fresh.create(Some(&foreign)).await;
+    let _ = docker
+        .remove_container(
+            &foreign_name,
+            Some(RemoveContainerOptionsBuilder::default().force(true).build()),
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(SessionError::Host { message, .. }) if message.contains("already exists")),
+        "a foreign container is left alone"
+    );
+}

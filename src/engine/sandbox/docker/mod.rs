@@ -13,14 +13,20 @@
 //!   loopback, but a process that binds `0.0.0.0` inside the sandbox, as harness bridges do, is
 //!   also reachable on the host's other interfaces unless a firewall closes them.)
 //! - **Images** are used as they are on the engine: nothing is pulled unless `pull` is set. The
-//!   image needs `/bin/sh`, `sleep` and `kill` (busybox has them).
+//!   image needs `/bin/sh`, `sleep` and `kill`, and for files `readlink -f`, `cat`, `mkdir -p`,
+//!   `mv`, `rm`, `wc`, `stat -c` (busybox and GNU coreutils have them).
 //! - **Commands** run through `docker exec` as the sandbox user, each the leader of its own process
 //!   group, so that a kill ends what it started.
-//! - **Files** go through the archive API (no process started), confined like every sandbox's.
+//! - **Files** go through `exec` too, as the sandbox user (`files.rs`): the container's kernel
+//!   resolves their paths, links included, with that user's rights, never the daemon as root.
+//!   Only the first directories of a new container (before it starts) go through the archive API.
+//! - **Leftovers.** Creating a session whose container exists, made for that session and held by
+//!   no sandbox of this process (a crashed process left it), removes it and makes a new one.
 
 mod client;
 #[cfg(test)]
 mod engine_tests;
+mod files;
 mod session;
 pub(crate) mod tar;
 
@@ -412,6 +418,24 @@ impl DockerSandbox {
     }
 
     /// The container of a session, made ready from its inspection: started if it was not running.
+    /// Whether the container `name` was made by harness-sessions for `session_id`.
+    async fn is_leftover_of(&self, docker: &Docker, name: &str, session_id: &str) -> Result<bool> {
+        match docker
+            .inspect_container(name, None::<InspectContainerOptions>)
+            .await
+        {
+            Ok(inspected) => Ok(inspected
+                .config
+                .and_then(|config| config.labels)
+                .and_then(|labels| labels.get(LABEL_SESSION).cloned())
+                .is_some_and(|label| label == session_id)),
+            Err(error) if status_of(&error) == Some(404) => Ok(false),
+            Err(error) => Err(self
+                .endpoint
+                .failure(&format!("inspect the container {name}"), error)),
+        }
+    }
+
     async fn attach(
         &self,
         docker: Docker,
@@ -513,6 +537,8 @@ impl SandboxProvider for DockerSandbox {
         let name = self.container_name(session_id);
         let options = CreateContainerOptionsBuilder::default().name(&name).build();
         let mut pulled = false;
+        let mut reclaimed = false;
+        let hold = session::Hold::new(&name);
         loop {
             match docker
                 .create_container(Some(options.clone()), self.create_body(session_id))
@@ -535,6 +561,17 @@ impl SandboxProvider for DockerSandbox {
                     )));
                 }
                 Err(error) if status_of(&error) == Some(409) => {
+                    // A container of this session that no sandbox of this process holds is what a
+                    // crashed process left: reclaimed (removed), then made again. One this process
+                    // holds, or one not made for this session, is refused.
+                    if !reclaimed
+                        && !hold.held_elsewhere()
+                        && self.is_leftover_of(&docker, &name, session_id).await?
+                    {
+                        reclaimed = true;
+                        Container::remove_named(&docker, &self.endpoint, &name).await?;
+                        continue;
+                    }
                     return Err(SessionError::host(format!(
                         "A sandbox container {name} already exists for session {session_id}: resume it, or destroy it first."
                     )));

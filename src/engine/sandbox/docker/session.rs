@@ -1,4 +1,5 @@
-//! One container and its views: commands through `exec`, files through the archive API.
+//! One container and its views: commands and files through `exec` as the sandbox's user
+//! ([`super::files`]); the archive API only makes the first directories of a new container.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -7,7 +8,6 @@ use async_trait::async_trait;
 use bollard::container::LogOutput;
 use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
 use bollard::query_parameters::{
-    ContainerArchiveInfoOptionsBuilder, DownloadFromContainerOptionsBuilder,
     RemoveContainerOptionsBuilder, StopContainerOptionsBuilder, UploadToContainerOptionsBuilder,
 };
 use bollard::Docker;
@@ -18,7 +18,7 @@ use super::client::{message_of, status_of, Endpoint};
 use super::tar::{self, EntryKind};
 use super::{parse_user, NetworkMode};
 use crate::engine::error::{Result, SessionError};
-use crate::engine::sandbox::paths::{self, ConfinedPath, PathPolicy};
+use crate::engine::sandbox::paths::{self, PathPolicy};
 use crate::engine::sandbox::process::{process_channel, ExitStatus, ProcessSink};
 use crate::engine::sandbox::view::{
     fresh_fork_name, loopback_endpoint, random_u64, validate_ports,
@@ -27,20 +27,9 @@ use crate::engine::sandbox::{
     Command, FileStream, ForkOptions, PortEndpoint, PortProtocol, SandboxProcess, SandboxSession,
 };
 
-/// Go's `os.ModeDir` and `os.ModeSymlink`, as the archive API reports a path's mode.
-const MODE_DIRECTORY: u32 = 1 << 31;
-const MODE_SYMLINK: u32 = 1 << 27;
-
 /// The script every command runs in: it prints its process id on stderr's first line, then
 /// becomes the command (`$1`), keeping that id, which leads the process group `docker exec` makes.
 const EXEC_WRAPPER: &str = "echo \"$$\" >&2; exec /bin/sh -c \"$1\"";
-
-/// What the archive API says of a path.
-#[derive(Debug, Clone)]
-struct Stat {
-    file_mode: u32,
-    link_target: String,
-}
 
 /// What a container was made with, as far as its views need it.
 #[derive(Debug, Clone)]
@@ -59,47 +48,8 @@ pub(crate) struct Container {
     endpoint: Endpoint,
     name: String,
     settings: Settings,
-    uid: u64,
-    gid: u64,
     /// The process ids (inside the container) of running commands, by the view that started them.
     processes: Mutex<HashMap<u32, u64>>,
-}
-
-/// A path once checked against the container's file system: the stats of its prefixes below
-/// its root, `None` from the first that does not exist.
-struct Checked {
-    confined: ConfinedPath,
-    prefixes: Vec<(String, Option<Stat>)>,
-}
-
-impl Checked {
-    fn last(&self) -> Option<&Stat> {
-        if self.prefixes.len() < self.confined.prefixes_below_root().len() {
-            return None;
-        }
-        self.prefixes.last().and_then(|(_, stat)| stat.as_ref())
-    }
-}
-
-/// Where an archive that makes a checked path is unpacked: the deepest directory that exists, the
-/// directories to make below it, and what is at the path now.
-struct Placement {
-    directory: String,
-    missing: Vec<String>,
-    last: Option<Stat>,
-}
-
-impl Placement {
-    /// `absolute` relative to the directory the archive is unpacked in.
-    fn relative(&self, absolute: &str) -> String {
-        if self.directory == "/" {
-            absolute.trim_start_matches('/').to_owned()
-        } else {
-            absolute[self.directory.len()..]
-                .trim_start_matches('/')
-                .to_owned()
-        }
-    }
 }
 
 impl Container {
@@ -109,14 +59,13 @@ impl Container {
         name: String,
         settings: Settings,
     ) -> Result<Arc<Self>> {
-        let (uid, gid) = parse_user(&settings.user)?;
+        parse_user(&settings.user)?;
+        held(&name, 1);
         Ok(Arc::new(Container {
             docker,
             endpoint,
             name,
             settings,
-            uid,
-            gid,
             processes: Mutex::new(HashMap::new()),
         }))
     }
@@ -151,8 +100,23 @@ impl Container {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// The container's name.
+    pub(super) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The client of its engine.
+    pub(super) fn docker(&self) -> &Docker {
+        &self.docker
+    }
+
+    /// The user its commands and file operations run as.
+    pub(super) fn user(&self) -> &str {
+        &self.settings.user
+    }
+
     /// A failure of Docker while trying to `doing`, with a gone or stopped container in words.
-    fn failure(&self, doing: &str, error: bollard::errors::Error) -> SessionError {
+    pub(super) fn failure(&self, doing: &str, error: bollard::errors::Error) -> SessionError {
         let message = message_of(&error);
         match status_of(&error) {
             Some(404) if message.contains("no such container") => SessionError::host(format!(
@@ -208,100 +172,6 @@ impl Container {
             )
             .await
             .map_err(|error| self.failure(&format!("write files in {directory}"), error))
-    }
-
-    async fn stat(&self, path: &str) -> Result<Option<Stat>> {
-        let options = ContainerArchiveInfoOptionsBuilder::default()
-            .path(path)
-            .build();
-        match self
-            .docker
-            .get_container_archive_info(&self.name, Some(options))
-            .await
-        {
-            Ok(stat) => Ok(Some(Stat {
-                file_mode: stat.file_mode,
-                link_target: stat.link_target,
-            })),
-            Err(error)
-                if status_of(&error) == Some(404)
-                    && !message_of(&error).contains("no such container") =>
-            {
-                Ok(None)
-            }
-            // A HEAD answer has no body: a 404 without a message is a missing path, unless the
-            // container itself is missing, which the caller finds out on its next request.
-            Err(error) => Err(self.failure(&format!("look up {path}"), error)),
-        }
-    }
-
-    /// `path` confined by `policy`, its prefixes looked up (at once) and symbolic links among them
-    /// checked to stay inside the roots.
-    async fn check(&self, policy: &PathPolicy, path: &str) -> Result<Checked> {
-        let confined = policy.resolve(path)?;
-        let prefixes = confined.prefixes_below_root();
-        let stats =
-            futures::future::try_join_all(prefixes.iter().map(|prefix| self.stat(prefix))).await?;
-        let mut checked = Vec::new();
-        for (prefix, stat) in prefixes.into_iter().zip(stats) {
-            let Some(stat) = stat else {
-                checked.push((prefix, None));
-                break;
-            };
-            if stat.file_mode & MODE_SYMLINK != 0 {
-                let target = paths::normalize_absolute(&stat.link_target)
-                    .unwrap_or_else(|| stat.link_target.clone());
-                if policy.contains(&target).is_none() {
-                    return Err(policy.link_outside(path, &target));
-                }
-            }
-            checked.push((prefix, Some(stat)));
-        }
-        Ok(Checked {
-            confined,
-            prefixes: checked,
-        })
-    }
-
-    /// Where to unpack an archive that makes `checked`: every prefix above the path itself must be
-    /// a directory, or a link to one, or missing.
-    async fn place(&self, checked: &Checked, path: &str) -> Result<Placement> {
-        let all = checked.confined.prefixes_below_root();
-        let mut placement = Placement {
-            directory: checked.confined.root.clone(),
-            missing: Vec::new(),
-            last: None,
-        };
-        for (index, prefix) in all.iter().enumerate() {
-            let stat = checked
-                .prefixes
-                .get(index)
-                .and_then(|(_, stat)| stat.clone());
-            if index + 1 == all.len() {
-                placement.last = stat;
-                break;
-            }
-            match stat {
-                None => placement.missing.push(prefix.clone()),
-                Some(stat) => {
-                    let leads_to_directory = if stat.file_mode & MODE_SYMLINK != 0 {
-                        self.stat(&stat.link_target)
-                            .await?
-                            .is_some_and(|target| target.file_mode & MODE_DIRECTORY != 0)
-                    } else {
-                        stat.file_mode & MODE_DIRECTORY != 0
-                    };
-                    if !leads_to_directory {
-                        return Err(SessionError::input(
-                            path,
-                            format!("Cannot write {path:?}: {prefix} is in the way, and is not a directory."),
-                        ));
-                    }
-                    placement.directory = prefix.clone();
-                }
-            }
-        }
-        Ok(placement)
     }
 
     /// Runs `argv` as the sandbox user to its end, for the sandbox's own chores.
@@ -362,15 +232,20 @@ impl Container {
 
     /// Removes the container and its files; a container already gone is fine.
     pub(crate) async fn remove(&self) -> Result<()> {
+        Container::remove_named(&self.docker, &self.endpoint, &self.name).await
+    }
+
+    /// Removes the container `name` and its files; a container already gone is fine.
+    pub(crate) async fn remove_named(
+        docker: &Docker,
+        endpoint: &Endpoint,
+        name: &str,
+    ) -> Result<()> {
         let options = RemoveContainerOptionsBuilder::default()
             .force(true)
             .v(true)
             .build();
-        match self
-            .docker
-            .remove_container(&self.name, Some(options))
-            .await
-        {
+        match docker.remove_container(name, Some(options)).await {
             Ok(()) => Ok(()),
             Err(error) if status_of(&error) == Some(404) => Ok(()),
             Err(error)
@@ -379,10 +254,64 @@ impl Container {
             {
                 Ok(())
             }
-            Err(error) => Err(self
-                .endpoint
-                .failure(&format!("remove the container {}", self.name), error)),
+            Err(error) => Err(endpoint.failure(&format!("remove the container {name}"), error)),
         }
+    }
+}
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        held(&self.name, -1);
+    }
+}
+
+/// The containers this process holds (a [`Container`] of theirs is alive), by name, with the
+/// number of those.
+fn held_containers() -> std::sync::MutexGuard<'static, HashMap<String, usize>> {
+    static HELD: std::sync::OnceLock<Mutex<HashMap<String, usize>>> = std::sync::OnceLock::new();
+    HELD.get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Counts one more (`1`) or one fewer (`-1`) holder of the container `name`.
+fn held(name: &str, change: i8) {
+    let mut containers = held_containers();
+    let count = containers.entry(name.to_owned()).or_default();
+    if change > 0 {
+        *count += 1;
+    } else {
+        *count = count.saturating_sub(1);
+        if *count == 0 {
+            containers.remove(name);
+        }
+    }
+}
+
+/// A hold on the container name `name` while it is being created, so that a concurrent create of
+/// the same session in this process never takes it for a leftover.
+pub(crate) struct Hold(String);
+
+impl Hold {
+    /// Holds `name` until dropped.
+    pub(crate) fn new(name: &str) -> Hold {
+        held(name, 1);
+        Hold(name.to_owned())
+    }
+
+    /// Whether anything else in this process holds the name: a container created or found, not
+    /// yet dropped, or another create under way. A container of that name that nothing holds is a
+    /// leftover (of a process that died).
+    pub(crate) fn held_elsewhere(&self) -> bool {
+        held_containers()
+            .get(&self.0)
+            .is_some_and(|count| *count > 1)
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        held(&self.0, -1);
     }
 }
 
@@ -674,125 +603,24 @@ impl SandboxSession for DockerSandboxSession {
     }
 
     async fn read_file(&self, path: &str) -> Result<Option<FileStream>> {
-        let checked = self.container.check(&self.policy, path).await?;
-        let Some(stat) = checked.last() else {
-            return Ok(None);
-        };
-        if stat.file_mode & MODE_DIRECTORY != 0 {
-            return Err(SessionError::input(
-                path,
-                format!("The path {path:?} is a directory, not a file."),
-            ));
-        }
-        let source = if stat.file_mode & MODE_SYMLINK != 0 {
-            stat.link_target.clone()
-        } else {
-            checked.confined.absolute.clone()
-        };
-        if source != checked.confined.absolute {
-            // A link inside the roots: read what it leads to, if it leads anywhere.
-            match self.container.stat(&source).await? {
-                None => return Ok(None),
-                Some(target) if target.file_mode & MODE_DIRECTORY != 0 => {
-                    return Err(SessionError::input(
-                        path,
-                        format!("The path {path:?} is a directory, not a file."),
-                    ));
-                }
-                Some(_) => {}
-            }
-        }
-        let options = DownloadFromContainerOptionsBuilder::default()
-            .path(&source)
-            .build();
-        let mut archive = self
-            .container
-            .docker
-            .download_from_container(&self.container.name, Some(options));
-        // The first chunk tells whether the engine found the file.
-        let first = match archive.next().await {
-            None => {
-                return Err(SessionError::host(
-                    "The Docker Engine sent an empty file archive.",
-                ))
-            }
-            Some(Err(error)) if status_of(&error) == Some(404) => {
-                if message_of(&error).contains("no such container") {
-                    return Err(self.container.failure("read a file", error));
-                }
-                return Ok(None);
-            }
-            Some(Err(error)) => {
-                return Err(self.container.failure(&format!("read {source}"), error))
-            }
-            Some(Ok(first)) => first,
-        };
-        let rest = futures::stream::once(async move { Ok(first) }).chain(archive);
-        let container = self.container.clone();
-        let stream = tar::first_file(Box::pin(rest), move |error| {
-            container.failure("read a file", error)
-        })
-        .await
-        .map_err(|error| match error {
-            SessionError::Host { message, .. } if message.starts_with("The path is") => {
-                SessionError::input(
-                    path,
-                    format!("{path:?}: {}", message.trim_start_matches("The path ")),
-                )
-            }
-            other => other,
-        })?;
-        Ok(Some(stream))
+        let confined = self.policy.resolve(path)?;
+        self.container
+            .read_as_user(&self.policy, path, &confined.absolute)
+            .await
     }
 
     async fn write_file(&self, path: &str, content: FileStream) -> Result<()> {
-        let checked = self.container.check(&self.policy, path).await?;
-        if checked.confined.absolute == checked.confined.root {
+        let confined = self.policy.resolve(path)?;
+        if confined.absolute == confined.root {
             return Err(SessionError::input(
                 path,
                 format!("The path {path:?} is a directory, not a file."),
             ));
         }
-        let placement = self.container.place(&checked, path).await?;
-        let mut mode = 0o644;
-        if let Some(last) = &placement.last {
-            if last.file_mode & MODE_DIRECTORY != 0 {
-                return Err(SessionError::input(
-                    path,
-                    format!("The path {path:?} is a directory, not a file."),
-                ));
-            }
-            if last.file_mode & MODE_SYMLINK == 0 {
-                mode = last.file_mode & 0o7777;
-            }
-        }
         let content: Vec<Bytes> = content.try_collect().await?;
-        let size: usize = content.iter().map(Bytes::len).sum();
-        let mut archive = Vec::with_capacity(size + 2048);
-        for directory in &placement.missing {
-            tar::append_header(
-                &mut archive,
-                &placement.relative(directory),
-                EntryKind::Directory,
-                0o755,
-                self.container.uid,
-                self.container.gid,
-            );
-        }
-        tar::append_header(
-            &mut archive,
-            &placement.relative(&checked.confined.absolute),
-            EntryKind::File(size as u64),
-            mode,
-            self.container.uid,
-            self.container.gid,
-        );
-        for chunk in &content {
-            archive.extend_from_slice(chunk);
-        }
-        tar::pad(&mut archive, size);
-        tar::finish(&mut archive);
-        self.container.upload(&placement.directory, archive).await
+        self.container
+            .write_as_user(&self.policy, path, &confined.absolute, content)
+            .await
     }
 
     async fn stop(&self) -> Result<()> {
@@ -871,37 +699,11 @@ impl SandboxSession for DockerSandboxSession {
             ));
         }
         let requested = options.working_directory.unwrap_or_else(fresh_fork_name);
-        let checked = self.container.check(&self.policy, &requested).await?;
-        let directory = checked.confined.absolute.clone();
-        if directory != checked.confined.root {
-            let mut placement = self.container.place(&checked, &requested).await?;
-            match &placement.last {
-                Some(last) if last.file_mode & MODE_DIRECTORY != 0 => {}
-                Some(_) => {
-                    return Err(SessionError::input(
-                        "workingDirectory",
-                        format!("The fork's working directory {directory} exists and is not a directory."),
-                    ));
-                }
-                None => {
-                    // Missing: made with its parents, owned by the sandbox user.
-                    placement.missing.push(directory.clone());
-                    let mut archive = Vec::new();
-                    for missing in &placement.missing {
-                        tar::append_header(
-                            &mut archive,
-                            &placement.relative(missing),
-                            EntryKind::Directory,
-                            0o755,
-                            self.container.uid,
-                            self.container.gid,
-                        );
-                    }
-                    tar::finish(&mut archive);
-                    self.container.upload(&placement.directory, archive).await?;
-                }
-            }
-        }
+        let confined = self.policy.resolve(&requested)?;
+        let directory = confined.absolute.clone();
+        self.container
+            .make_directory_as_user(&self.policy, &directory, &directory)
+            .await?;
         let owns_directory = directory != self.working_directory
             && paths::is_within(&directory, &self.working_directory);
         Ok(Arc::new(DockerSandboxSession {
