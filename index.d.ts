@@ -370,6 +370,11 @@ export interface SessionManagerOptions<METADATA> {
   errorMessage?: (error: unknown) => string;
   /** Called with what fails in the background. Default: `console.error`. */
   onError?: (error: unknown, context: { action: string; sessionId?: string }) => void;
+  /**
+   * The chunks of a turn under way kept as they are for `reconnect()`; past it they are kept
+   * compacted (the deltas of each part joined). Default: 20,000.
+   */
+  reconnectBufferChunks?: number;
 }
 
 /** A user message: `useChat`'s last message, or its text. */
@@ -387,6 +392,12 @@ export interface SendOptions {
   instructionAddendum?: string;
   /** Limits of this turn. */
   limits?: TurnLimits;
+  /**
+   * Makes the request idempotent: the same id again with the same request returns the turn it
+   * started (live, or its recorded reply replayed); with another request, a
+   * `SessionConflictError`. A session keeps its last 100.
+   */
+  submissionId?: string;
 }
 
 /** The limits of one turn. */
@@ -407,6 +418,8 @@ export interface ContinueOptions {
   /** As {@link SendOptions.instructionAddendum}: it accompanies the words a resumed turn is told. */
   instructionAddendum?: string;
   limits?: TurnLimits;
+  /** As {@link SendOptions.submissionId}, for the answers. */
+  submissionId?: string;
 }
 
 /** The init of a turn's response. */
@@ -444,6 +457,11 @@ export interface SessionManager<METADATA = unknown> {
    * meanwhile waits for the command. A suspended session is resumed first.
    */
   exec(id: string, options: ExecOptions): Promise<SessionExecResult>;
+  /**
+   * The turn under way of the session, from its first chunk and then live, as its first client
+   * got it; `undefined` when no turn is under way (or the session is unknown).
+   */
+  reconnect(id: string): Promise<SessionTurn<METADATA> | undefined>;
   update(
     id: string,
     changes: { metadata: ((metadata: METADATA) => METADATA) | METADATA },

@@ -375,4 +375,42 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     await screenshot('interrupted');
     assert.deepEqual(pageErrors, []);
   });
+
+  it('reloads in the middle of a long answer and sees it continue to its end, without a gap or a repeat', async () => {
+    await newConversation();
+    const words = Array.from({ length: 80 }, (_, i) => `word${i}`).join(' ');
+    const answer = `You said: ${words}`;
+    await send(words);
+    await assistant().getByText('word10', { exact: false }).waitFor({ timeout: 20_000 });
+    const before = await assistant().locator('.assistant-text').textContent();
+    assert.ok(!before.includes('word79'), 'the answer was still coming when the page reloaded');
+    await page.reload();
+    await page.locator('section.chat').waitFor();
+    // The answer goes on from where the first page was, then ends: the whole text, once.
+    await assistant().locator('.assistant-text').getByText(answer, { exact: true }).waitFor({ timeout: 30_000 });
+    await settled();
+    assert.equal(await page.locator('.message-assistant').count(), 1);
+    assert.equal(await assistant().locator('.assistant-text').count(), 1);
+    assert.equal(await assistant().locator('.assistant-text').textContent(), answer);
+    await expectStatus(page.locator('.chat-header'), 'idle');
+    await screenshot('reloaded-and-continued');
+    // The server kept the same answer.
+    await page.reload();
+    await assistant().locator('.assistant-text').getByText(answer, { exact: true }).waitFor();
+    assert.equal(await page.locator('.message-assistant').count(), 1);
+  });
+
+  it('stops an answer: the server cuts the turn, the answer shows it was cut short', async () => {
+    await send('/sleep 20000');
+    await expectStatus(page.locator('.chat-header'), 'busy');
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await assistant().locator('.cut-mark').getByText('The turn was interrupted.', { exact: false }).waitFor({ timeout: 20_000 });
+    await settled();
+    await expectStatus(page.locator('.chat-header'), 'idle');
+    await screenshot('cut-short');
+    // Stored so: a reload shows the mark again.
+    await page.reload();
+    await assistant().locator('.cut-mark').waitFor();
+    assert.deepEqual(pageErrors, []);
+  });
 });

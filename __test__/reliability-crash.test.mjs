@@ -20,7 +20,7 @@
 //   session closed while it waited, are in reliability-regressions.test.mjs.)
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -145,6 +145,15 @@ test(`${KILLS} kills with SIGKILL at random moments: the SQLite store stays whol
       else assert.equal(run.signal, 'SIGKILL', `${context}: the worker ended on its own (${run.code}): ${run.stderr}`);
       if (!final && !/^\s*$/.test(run.stderr)) assert.fail(`${context}: the worker wrote on stderr: ${run.stderr}`);
 
+      // Killed before its store made the file: nothing can have been acknowledged yet.
+      if (!existsSync(path)) {
+        assert.ok(!final, `${context}: the last run left no file`);
+        assert.equal(previous.size, 0, `${context}: the file is gone after turns were acknowledged`);
+        assert.equal(run.lines.filter((l) => l.t !== 'noise').length, 0, `${context}: the worker spoke without a file`);
+        figures.kills++;
+        figures.killedBeforeReady++;
+        continue;
+      }
       // The file as the crash left it.
       const check = await reader.ask({ op: 'check', path });
       assert.equal(check.error, undefined, `${context}: ${check.error}`);

@@ -7,13 +7,14 @@
  * defaults for everything but the functions, and validation live in Rust.
  */
 
-const { randomUUID } = require('node:crypto');
+const { randomUUID, createHash } = require('node:crypto');
 const native = require('../binding.js');
 const { SessionNotFoundError, translating, fromNative } = require('./errors.js');
 const { need, plain, checkId, checkDuration, json } = require('./input.js');
 const { createHost } = require('./host.js');
 const { Turns } = require('./turns.js');
 const { toUIMessageStreamResponse } = require('./sse.js');
+const { messageChunks, streamOf } = require('./replay.js');
 const { NATIVE_STORE } = require('./stores.js');
 const { nativeSandboxesOf } = require('./strategies.js');
 const { getHarnessErrorMessage } = require('./harness-errors.js');
@@ -31,6 +32,7 @@ const OPTION_NAMES = new Set([
   'generateId',
   'errorMessage',
   'onError',
+  'reconnectBufferChunks',
 ]);
 
 function checkOptions(given) {
@@ -50,6 +52,12 @@ function checkOptions(given) {
     need(options[name] === undefined || typeof options[name] === 'function', name, `${name} must be a function`);
   }
   for (const name of ['idleTimeoutMs', 'closeSuspendedAfterMs', 'turnTimeoutMs']) checkDuration(options[name], name);
+  need(
+    options.reconnectBufferChunks === undefined ||
+      (Number.isInteger(options.reconnectBufferChunks) && options.reconnectBufferChunks >= 0 && options.reconnectBufferChunks <= 0xffffffff),
+    'reconnectBufferChunks',
+    'reconnectBufferChunks must be a whole number, zero or more',
+  );
   need(
     options.suspendIdleWhenFull === undefined || typeof options.suspendIdleWhenFull === 'boolean',
     'suspendIdleWhenFull',
@@ -87,7 +95,7 @@ function createSessionManager(given) {
   };
 
   let manager;
-  const turns = new Turns(() => manager, errorMessage);
+  const turns = new Turns(() => manager, errorMessage, options.reconnectBufferChunks);
   // sharedSandbox() and sandboxPerSession() are strategies in Rust: the manager uses them directly.
   const nativeSandboxes = nativeSandboxesOf(options.sandboxes);
   const host = createHost({
@@ -163,8 +171,9 @@ function createSessionManager(given) {
       manager.willWait(turn.turnId);
       abortSignal.addEventListener('abort', cut, { once: true });
     }
+    let started;
     try {
-      await holding(begin(turn.turnId));
+      started = parse(await holding(begin(turn.turnId)));
     } catch (error) {
       const thrown = abortSignal?.aborted && isCutBeforeStart(error) ? abortSignal.reason : fromNative(error);
       turns.discard(turn, thrown);
@@ -175,7 +184,26 @@ function createSessionManager(given) {
         manager.forgetWaiting(turn.turnId);
       }
     }
+    if (started?.replayed) {
+      turns.forget(turn);
+      return submittedTurn(id, started);
+    }
+    turns.started(turn, id, started?.messageId);
     return sessionTurn(turn);
+  }
+
+  /**
+   * The turn a `submissionId` started before: live, as `reconnect()`; over, its recorded reply
+   * replayed, and `done` the session as it is.
+   */
+  async function submittedTurn(id, started) {
+    const live = turns.reconnect(id, started.messageId);
+    if (live !== undefined) return sessionTurn(live);
+    const record = await api.get(id);
+    const reply = record?.messages.find((message) => message.id === started.messageId && message.role === 'assistant');
+    const stream = streamOf(reply === undefined ? [] : messageChunks(reply));
+    const { messages, ...session } = record ?? { messages: [], ...started.session };
+    return sessionTurn({ stream, done: Promise.resolve(session) });
   }
 
   const api = {
@@ -194,25 +222,30 @@ function createSessionManager(given) {
       return parse(await call(() => manager.list()));
     },
     async send(id, options) {
-      const { message, prompt, abortSignal } = plain(options, 'options', ['message', 'prompt', 'abortSignal']);
+      const { message, prompt, abortSignal, submissionId } = plain(options, 'options', ['message', 'prompt', 'abortSignal', 'submissionId']);
       need(typeof message === 'string' || (message !== null && typeof message === 'object'), 'message', 'message must be a string or a UIMessage');
       need(prompt === undefined || typeof prompt === 'string', 'prompt', 'prompt must be a string');
-      const request = { message, prompt, messageId: newId(), replyId: newId(), ...turnOptions(options) };
+      const turn = turnOptions(options);
+      const submission = submissionOf(submissionId, ['send', message, prompt, turn]);
+      const request = { message, prompt, messageId: newId(), replyId: newId(), submission, ...turn };
       return startTurn(id, abortSignal, (turnId) =>
         manager.send(id, json({ ...request, turnId }, 'message')),
       );
     },
     async continue(id, options) {
-      const { message, toolApprovalContinuations, toolResultContinuations, abortSignal } = plain(options, 'options', [
+      const { message, toolApprovalContinuations, toolResultContinuations, abortSignal, submissionId } = plain(options, 'options', [
         'message',
         'toolApprovalContinuations',
         'toolResultContinuations',
         'abortSignal',
+        'submissionId',
       ]);
       need(message === undefined || (message !== null && typeof message === 'object'), 'message', 'message must be a UIMessage');
       need(toolApprovalContinuations === undefined || Array.isArray(toolApprovalContinuations), 'toolApprovalContinuations', 'toolApprovalContinuations must be an array');
       need(toolResultContinuations === undefined || Array.isArray(toolResultContinuations), 'toolResultContinuations', 'toolResultContinuations must be an array');
-      const request = { message, toolApprovalContinuations, toolResultContinuations, ...turnOptions(options) };
+      const turn = turnOptions(options);
+      const submission = submissionOf(submissionId, ['continue', message, toolApprovalContinuations, toolResultContinuations, turn]);
+      const request = { message, toolApprovalContinuations, toolResultContinuations, submission, ...turn };
       return startTurn(id, abortSignal, (turnId) =>
         manager.continue(id, json({ ...request, turnId }, 'message')),
       );
@@ -255,6 +288,11 @@ function createSessionManager(given) {
           manager.forgetWaiting(execId);
         }
       }
+    },
+    async reconnect(id) {
+      checkId(id);
+      const turn = turns.reconnect(id);
+      return turn === undefined ? undefined : sessionTurn(turn);
     },
     async update(id, changes) {
       checkId(id);
@@ -301,6 +339,33 @@ function createSessionManager(given) {
     value: () => ({ ...JSON.parse(manager.diagnostics()), handles: host.handles() }),
   });
   return api;
+}
+
+/** The longest `submissionId`. */
+const MOST_SUBMISSION_ID_LENGTH = 512;
+
+/**
+ * A request's `submissionId` with the digest of what it submits (`request`), for the engine;
+ * `undefined` without one.
+ */
+function submissionOf(submissionId, request) {
+  if (submissionId === undefined) return undefined;
+  need(
+    typeof submissionId === 'string' &&
+      submissionId.length > 0 &&
+      submissionId.length <= MOST_SUBMISSION_ID_LENGTH &&
+      submissionId.isWellFormed(),
+    'submissionId',
+    `submissionId must be a non-empty string of at most ${MOST_SUBMISSION_ID_LENGTH} characters`,
+  );
+  let text;
+  try {
+    text = JSON.stringify(request);
+  } catch {
+    text = undefined;
+  }
+  need(typeof text === 'string', 'message', 'message must be JSON');
+  return { id: submissionId, digest: createHash('sha256').update(text).digest('hex') };
 }
 
 /**

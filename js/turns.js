@@ -15,19 +15,27 @@ const { hold } = require('./keep-alive.js');
 /** The most chunks a batch holds before it is reported. */
 const BATCH = 512;
 
+/** The chunks of a live turn kept for `reconnect()` before they are compacted: see `Replay`. */
+const DEFAULT_RECONNECT_BUFFER_CHUNKS = 20_000;
+
 class Turns {
   #native;
   #errorMessage;
   #turns = new Map();
+  /** The turn under way of each session, by session id, for `reconnect()`. */
+  #live = new Map();
+  #bufferChunks;
   #next = 1;
 
   /**
    * @param {() => any} native the `NativeManager`, once it exists
    * @param {(error: unknown) => string} errorMessage what a client is told of an error
+   * @param {number} [bufferChunks] the chunks of a turn kept as they are for `reconnect()`
    */
-  constructor(native, errorMessage) {
+  constructor(native, errorMessage, bufferChunks = DEFAULT_RECONNECT_BUFFER_CHUNKS) {
     this.#native = native;
     this.#errorMessage = errorMessage;
+    this.#bufferChunks = bufferChunks;
   }
 
   /** A number no turn under way has: for a command of `exec()`, which shares their numbering. */
@@ -54,14 +62,18 @@ class Turns {
       resolveDone: undefined,
       rejectDone: undefined,
       release: hold(),
+      sessionId: undefined,
+      replay: new Replay(this.#bufferChunks),
+      followers: new Set(),
     };
+    // A client that cancels only stops reading: the turn goes on, for the readers that
+    // reconnect and for the store.
     turn.stream = new ReadableStream({
       start: (controller) => {
         turn.controller = controller;
       },
       cancel: () => {
         turn.gone = true;
-        this.#native().clientGone(turnId);
       },
     });
     turn.done = new Promise((resolve, reject) => {
@@ -73,9 +85,77 @@ class Turns {
     return turn;
   }
 
+  /**
+   * The turn started for session `sessionId`, writing reply `replyId`: `reconnect(sessionId)`
+   * finds it until it ends.
+   */
+  started(turn, sessionId, replyId) {
+    if (turn.closed || !this.#turns.has(turn.turnId)) return;
+    turn.sessionId = sessionId;
+    turn.replyId = replyId;
+    this.#live.set(sessionId, turn);
+  }
+
+  /**
+   * The turn under way of session `sessionId` (`undefined` when none): a new stream of every
+   * chunk its first client was sent, from the first, then the turn's chunks as they come.
+   * Cancelling it stops this reader only.
+   */
+  reconnect(sessionId, replyId) {
+    const turn = this.#live.get(sessionId);
+    if (turn === undefined || turn.closed) return undefined;
+    if (replyId !== undefined && turn.replyId !== replyId) return undefined;
+    let own;
+    const stream = new ReadableStream({
+      start: (controller) => {
+        own = controller;
+        for (const chunk of turn.replay.chunks()) controller.enqueue(chunk);
+        turn.followers.add(controller);
+      },
+      cancel: () => {
+        turn.followers.delete(own);
+      },
+    });
+    return { stream, done: turn.done };
+  }
+
+  /** Sends `chunk` to every reader of the turn and keeps it for those that reconnect. */
+  #emit(turn, chunk) {
+    if (!turn.gone) turn.controller.enqueue(chunk);
+    turn.replay.push(chunk);
+    for (const follower of turn.followers) {
+      try {
+        follower.enqueue(chunk);
+      } catch {
+        turn.followers.delete(follower);
+      }
+    }
+  }
+
+  /** The turn is over: its readers' streams end; `reconnect()` no longer finds it. */
+  #end(turn, error) {
+    this.#turns.delete(turn.turnId);
+    if (turn.sessionId !== undefined && this.#live.get(turn.sessionId) === turn) this.#live.delete(turn.sessionId);
+    turn.closed = true;
+    for (const follower of turn.followers) {
+      try {
+        if (error === undefined) follower.close();
+        else follower.error(error);
+      } catch {}
+    }
+    turn.followers.clear();
+    turn.replay.clear();
+  }
+
+  /** The turn opened for nothing (a submission seen before): forgotten, nobody read it. */
+  forget(turn) {
+    this.#end(turn);
+    turn.release();
+  }
+
   /** The turn could not start: its stream and promise end with `error`. */
   discard(turn, error) {
-    this.#turns.delete(turn.turnId);
+    this.#end(turn, error);
     turn.release();
     try {
       turn.controller.error(error);
@@ -133,13 +213,14 @@ class Turns {
         const { done, value } = await reader.read();
         if (done) break;
         const type = value.type;
-        // `finish` is sent by the engine at the end; approval requests, when `approve` answers
-        // them first, with their answers.
+        // `finish` and `abort` are sent by the engine at the end (after the metadata of a cut
+        // reply); approval requests, when `approve` answers them first, with their answers.
         const held =
-          type === 'finish' || (dropStart && type === 'start') || (holdApprovals && type === 'tool-approval-request');
-        if (!held && !turn.gone) {
-          turn.controller.enqueue(value);
-        }
+          type === 'finish' ||
+          type === 'abort' ||
+          (dropStart && type === 'start') ||
+          (holdApprovals && type === 'tool-approval-request');
+        if (!held && !turn.closed) this.#emit(turn, value);
         batch.push(value);
         if (batch.length >= BATCH) flush();
         else if (!scheduled) {
@@ -159,8 +240,8 @@ class Turns {
     const end = { usage: await usageOf(result) };
     if (failure !== undefined) {
       end.error = { message: messageOf(failure), origin: keeper.keep(failure) };
-      if (thrown !== undefined && failureOf() === undefined && !turn.gone) {
-        turn.controller.enqueue({ type: 'error', errorText: this.#clientMessage(thrown) });
+      if (thrown !== undefined && failureOf() === undefined && !turn.closed) {
+        this.#emit(turn, { type: 'error', errorText: this.#clientMessage(thrown) });
       }
     }
     native.feedEnd(turnId, JSON.stringify(end));
@@ -169,17 +250,16 @@ class Turns {
   /** Chunks the engine sends the client of turn `turnId`. */
   deliver(turnId, chunks) {
     const turn = this.#turns.get(turnId);
-    if (turn === undefined || turn.gone || turn.closed) return;
-    for (const chunk of chunks) turn.controller.enqueue(chunk);
+    if (turn === undefined || turn.closed) return;
+    for (const chunk of chunks) this.#emit(turn, chunk);
   }
 
   /** The turn is over and the session written: the client's stream ends, `done` resolves. */
   finish(turnId, session) {
     const turn = this.#turns.get(turnId);
     if (turn === undefined) return;
-    this.#turns.delete(turnId);
+    this.#end(turn);
     turn.release();
-    turn.closed = true;
     if (!turn.gone) {
       try {
         turn.controller.close();
@@ -202,6 +282,58 @@ class Turns {
       return 'An error occurred.';
     }
   }
+}
+
+/**
+ * The chunks a turn's first client was sent, kept for the readers that reconnect: as they are up
+ * to `bound` chunks, so that a replay is byte for byte what the first client got. Past the bound
+ * the kept chunks are compacted (the deltas of one text, reasoning or tool input joined into one
+ * chunk, as the reply stored so far would rebuild them), and again each time they double.
+ */
+class Replay {
+  #kept = [];
+  #bound;
+  #next;
+
+  constructor(bound) {
+    this.#bound = bound;
+    this.#next = bound;
+  }
+
+  push(chunk) {
+    this.#kept.push(chunk);
+    if (this.#kept.length > this.#next) {
+      this.#kept = compact(this.#kept);
+      this.#next = Math.max(this.#bound, 2 * this.#kept.length);
+    }
+  }
+
+  chunks() {
+    return this.#kept;
+  }
+
+  clear() {
+    this.#kept = [];
+  }
+}
+
+/** The delta chunk types, each with the field that holds its text. */
+const DELTAS = { 'text-delta': 'delta', 'reasoning-delta': 'delta', 'tool-input-delta': 'inputTextDelta' };
+
+/** `chunks` with each run of deltas of one part joined into one chunk. */
+function compact(chunks) {
+  const out = [];
+  for (const chunk of chunks) {
+    const field = DELTAS[chunk?.type];
+    const last = out[out.length - 1];
+    const sameId = chunk?.type === 'tool-input-delta' ? chunk.toolCallId === last?.toolCallId : chunk?.id === last?.id;
+    if (field !== undefined && last?.type === chunk.type && sameId && typeof last[field] === 'string') {
+      out[out.length - 1] = { ...last, [field]: last[field] + chunk[field] };
+    } else {
+      out.push(chunk);
+    }
+  }
+  return out;
 }
 
 /** The turn's `totalUsage`, when it settles soon after the stream: the agent may never settle it. */
@@ -234,4 +366,4 @@ function messageOf(error) {
   }
 }
 
-module.exports = { Turns, messageOf };
+module.exports = { Turns, messageOf, DEFAULT_RECONNECT_BUFFER_CHUNKS };

@@ -22,7 +22,7 @@ use crate::engine::agent::{TurnEnd, TurnFailure, TurnReport};
 use crate::engine::error::{Result, SessionError};
 use crate::engine::manager::{
     turn_options, ContinueRequest, ExecRequest, ManagerOptions, Seams, SendRequest, SessionManager,
-    DEFAULT_MAX_OUTPUT_BYTES,
+    SubmissionAsk, DEFAULT_MAX_OUTPUT_BYTES,
 };
 use crate::engine::store::SessionStore;
 
@@ -123,6 +123,24 @@ struct SendArgs {
     message_id: String,
     instruction_addendum: Option<Value>,
     limits: Option<Value>,
+    #[serde(default)]
+    submission: Option<SubmissionArgs>,
+}
+
+/// A request's `submissionId` with the digest of what it submits.
+#[derive(Deserialize)]
+struct SubmissionArgs {
+    id: String,
+    digest: String,
+}
+
+impl From<SubmissionArgs> for SubmissionAsk {
+    fn from(args: SubmissionArgs) -> Self {
+        SubmissionAsk {
+            id: args.id,
+            digest: args.digest,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -136,6 +154,8 @@ struct ContinueArgs {
     tool_result_continuations: Option<Vec<Value>>,
     instruction_addendum: Option<Value>,
     limits: Option<Value>,
+    #[serde(default)]
+    submission: Option<SubmissionArgs>,
 }
 
 #[derive(Deserialize)]
@@ -252,11 +272,12 @@ impl NativeManager {
                         reply_id: args.reply_id,
                         message_id: args.message_id,
                         options: turn_options::read(args.instruction_addendum, args.limits)?,
+                        submission: args.submission.map(Into::into),
                     },
                 )
                 .await?;
             to_json(
-                &serde_json::json!({ "messageId": started.message_id, "session": started.session }),
+                &serde_json::json!({ "messageId": started.message_id, "session": started.session, "replayed": started.replayed }),
             )
         })
         .await
@@ -278,11 +299,12 @@ impl NativeManager {
                         approvals: args.tool_approval_continuations.unwrap_or_default(),
                         tool_results: args.tool_result_continuations.unwrap_or_default(),
                         options: turn_options::read(args.instruction_addendum, args.limits)?,
+                        submission: args.submission.map(Into::into),
                     },
                 )
                 .await?;
             to_json(
-                &serde_json::json!({ "messageId": started.message_id, "session": started.session }),
+                &serde_json::json!({ "messageId": started.message_id, "session": started.session, "replayed": started.replayed }),
             )
         })
         .await

@@ -14,14 +14,16 @@ import { ToolCard, type AnyToolPart } from './tool-card';
 
 /**
  * The chats of this tab, one per conversation, kept while you look at another: a turn goes on
- * streaming into its chat when you switch conversations. (`useChat({ id, messages })` would stop
- * the chat when its component unmounts, and `abortSignal: request.signal` would then cut the turn
- * short on the server.)
+ * streaming into its chat when you switch conversations. A reload finds the turn under way again
+ * (`resume: true` asks `GET /api/chat/[id]/stream`); the turn goes on on the server whatever the
+ * page does, until Stop interrupts it.
  */
 const chats = new Map<string, Chat<UIMessage>>();
 
 function chatFor(id: string, messages: UIMessage[]): Chat<UIMessage> {
-  let chat = chats.get(id);
+  // On the server, a chat of this render only: one kept from an earlier request would render its
+  // messages, not the ones this page was given.
+  let chat = typeof window === 'undefined' ? undefined : chats.get(id);
   if (chat === undefined) {
     chat = new Chat<UIMessage>({
       id,
@@ -31,7 +33,7 @@ function chatFor(id: string, messages: UIMessage[]): Chat<UIMessage> {
       // which continues the paused turn with the answers: `continue()`.
       sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
     });
-    chats.set(id, chat);
+    if (typeof window !== 'undefined') chats.set(id, chat);
   }
   return chat;
 }
@@ -50,9 +52,23 @@ function errorText(error: Error): string {
 const SCRIPTED_TIPS = ['help', 'write hello.txt: hi', 'read hello.txt', 'run ls -la', 'what did I say?', '/sleep 4000'];
 const CLAUDE_TIPS = ['What is in this folder?', 'Write hello.txt saying hi', 'Run the tests'];
 
-export function ChatView({ id, initialMessages, info }: { id: string; initialMessages: UIMessage[]; info: ServerInfo }) {
+export function ChatView({
+  id,
+  initialMessages,
+  info,
+  busy = false,
+}: {
+  id: string;
+  initialMessages: UIMessage[];
+  info: ServerInfo;
+  busy?: boolean;
+}) {
+  // A chat new to this tab (a reload, a link) of a session busy when the page was made asks for
+  // the turn under way; one kept from before is already reading it, and reading it twice would
+  // show it twice.
+  const [fresh] = useState(() => busy && !chats.has(id));
   const chat = chatFor(id, initialMessages);
-  const { messages, status, error, sendMessage, stop, addToolApprovalResponse, clearError } = useChat({ chat });
+  const { messages, status, error, sendMessage, addToolApprovalResponse, clearError } = useChat({ chat, resume: fresh });
   const { byId, apply, forget } = useSessions();
   const session: Summary | undefined = byId.get(id);
   const router = useRouter();
@@ -168,6 +184,9 @@ export function ChatView({ id, initialMessages, info }: { id: string; initialMes
     );
   };
 
+  // Stop interrupts the turn on the server: the stream ends there, the reply marked as cut.
+  const interrupt = () => act('interrupt', () => fetch(`/api/sessions/${id}/interrupt`, { method: 'POST' }));
+
   const answer = (approvalId: string, approved: boolean) =>
     addToolApprovalResponse({ id: approvalId, approved, reason: approved ? undefined : 'Denied in the chat.' });
 
@@ -282,7 +301,7 @@ export function ChatView({ id, initialMessages, info }: { id: string; initialMes
             aria-label="Message"
           />
           {streaming ? (
-            <button type="button" className="button button-ghost" onClick={() => void stop()}>
+            <button type="button" className="button button-ghost" onClick={() => void interrupt()} disabled={busyAction === 'interrupt'}>
               Stop
             </button>
           ) : (
@@ -336,6 +355,17 @@ function MessageView({
         }
         return null;
       })}
+      {cutReason(message) !== undefined && (
+        <p className="cut-mark" data-cut="true" title={cutReason(message)}>
+          Cut short: {cutReason(message)}
+        </p>
+      )}
     </div>
   );
+}
+
+/** Why the reply was cut short, when it was: `metadata.cut`, which the server sets. */
+function cutReason(message: UIMessage): string | undefined {
+  const metadata = message.metadata as { cut?: unknown } | undefined;
+  return typeof metadata?.cut === 'string' ? metadata.cut : undefined;
 }

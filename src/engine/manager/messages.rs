@@ -271,6 +271,45 @@ pub fn close_open_calls(message: &mut Value, words: &str) -> bool {
     closed
 }
 
+/// The words of a turn whose caller aborted it (its `abortSignal`).
+pub const TURN_ABORTED: &str = "The turn was aborted.";
+
+/// Marks `message`, the reply of a turn cut short, as cut: its text and reasoning cut
+/// mid-stream are `done`, and its metadata carry `cut: <reason>` (kept with any metadata it
+/// has). Does nothing to a message that is not an object.
+pub fn mark_cut(message: &mut Value, reason: &str) {
+    let Some(object) = message.as_object_mut() else {
+        return;
+    };
+    if let Some(parts) = object.get_mut("parts").and_then(Value::as_array_mut) {
+        for part in parts.iter_mut().filter_map(Value::as_object_mut) {
+            let kind = part.get("type").and_then(Value::as_str);
+            if matches!(kind, Some("text" | "reasoning"))
+                && part.get("state").and_then(Value::as_str) == Some("streaming")
+            {
+                part.insert("state".into(), json!("done"));
+            }
+        }
+    }
+    match object.get_mut("metadata") {
+        Some(Value::Object(metadata)) => {
+            metadata.insert("cut".into(), json!(reason));
+        }
+        _ => {
+            object.insert("metadata".into(), json!({ "cut": reason }));
+        }
+    }
+}
+
+/// The `message-metadata` chunk that tells a reader its reply was cut short for `reason`.
+pub fn cut_chunk(reason: &str) -> Option<crate::engine::ui::UiChunk> {
+    crate::engine::ui::UiChunk::from_value(json!({
+        "type": "message-metadata",
+        "messageMetadata": { "cut": reason },
+    }))
+    .ok()
+}
+
 /// The words a tool call of a turn lost with a suspension is closed with, when `continue()` left
 /// it unanswered.
 pub const LOST_WITH_THE_TURN: &str =
@@ -407,6 +446,24 @@ mod tests {
         assert_eq!(pending.approvals[0].tool_name, "write");
         assert_eq!(pending.tool_calls.len(), 1);
         assert_eq!(pending.tool_calls[0].tool_name, "ask");
+    }
+
+    #[test]
+    fn a_cut_reply_is_closed_and_carries_its_reason() {
+        let mut message = json!({"id": "m", "role": "assistant", "metadata": {"a": 1}, "parts": [
+            {"type": "reasoning", "text": "hm", "state": "streaming"},
+            {"type": "text", "text": "half", "state": "streaming"},
+            {"type": "text", "text": "whole", "state": "done"},
+        ]});
+        mark_cut(&mut message, TURN_ABORTED);
+        assert_eq!(message["parts"][0]["state"], "done");
+        assert_eq!(message["parts"][1]["state"], "done");
+        assert_eq!(message["metadata"], json!({"a": 1, "cut": TURN_ABORTED}));
+        let mut bare = json!({"id": "m", "role": "assistant", "parts": []});
+        mark_cut(&mut bare, "x");
+        assert_eq!(bare["metadata"], json!({"cut": "x"}));
+        let chunk = cut_chunk("x").expect("a chunk");
+        assert_eq!(chunk.type_name(), "message-metadata");
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod exec;
 pub mod messages;
 mod slots;
 mod start;
+pub mod submissions;
 mod teardown;
 mod timers;
 mod turn;
@@ -36,6 +37,7 @@ use crate::engine::session::{SessionRecord, SessionStatus, SessionSummary};
 use crate::engine::store::SessionStore;
 
 pub use self::exec::{ExecRequest, DEFAULT_MAX_OUTPUT_BYTES, MOST_OUTPUT_BYTES};
+pub use self::submissions::SubmissionAsk;
 pub use self::turn::{ContinueRequest, SendRequest, TurnStarted};
 pub use self::turn_options::TurnOptions;
 
@@ -383,16 +385,24 @@ impl Inner {
         let Some(mut record) = store.get(&id).await? else {
             return Ok(());
         };
+        let error = STOPPED_WITHOUT_SUSPENDING;
+        let was_busy = record.summary.status == SessionStatus::Busy;
         if let Some(last) = record.messages.last_mut() {
             let mut message = last.to_value();
-            if messages::close_dangling_tool_calls(&mut message) {
+            let mut changed = messages::close_dangling_tool_calls(&mut message);
+            // The reply a crash cut short is marked as cut, with the session's error.
+            if was_busy && message.get("role").and_then(Value::as_str) == Some("assistant") {
+                messages::mark_cut(&mut message, error);
+                changed = true;
+            }
+            if changed {
                 *last = crate::engine::session::StoredMessage::from_value(&message);
             }
         }
         if entry::apply(&mut record, Event::FoundLiveAtStart).is_none() {
             return Ok(());
         }
-        record.summary.error = Some(STOPPED_WITHOUT_SUSPENDING.to_owned());
+        record.summary.error = Some(error.to_owned());
         store.save(&record, None).await
     }
 
@@ -503,6 +513,7 @@ impl Inner {
             },
             messages: Vec::new(),
             command_results: Vec::new(),
+            submissions: Vec::new(),
         });
         match self.save(entry, None).await {
             Ok(summary) => {

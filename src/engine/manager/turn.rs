@@ -16,6 +16,7 @@ use super::answers;
 use super::entry::{lock, CutTurn, Entry, Phase, Turn, TurnSlot};
 use super::exec::cancellable;
 use super::messages::{self, pending_input_of};
+use super::submissions::{self, SubmissionAsk};
 use super::turn_options::{starts_step, TurnOptions};
 use super::{timers, Inner, APPLICATION_STOPPED, SESSION_CLOSED, TURN_TOO_LONG};
 use crate::engine::agent::{TurnEnd, TurnInput, TurnReport, TurnStart};
@@ -39,6 +40,8 @@ pub struct SendRequest {
     pub message_id: String,
     /// Guidance and limits for this turn.
     pub options: TurnOptions,
+    /// The caller's `submissionId`, with the digest of the request.
+    pub submission: Option<SubmissionAsk>,
 }
 
 /// What `continue()` is given.
@@ -54,6 +57,8 @@ pub struct ContinueRequest {
     pub tool_results: Vec<Value>,
     /// Guidance and limits for this turn.
     pub options: TurnOptions,
+    /// The caller's `submissionId`, with the digest of the request.
+    pub submission: Option<SubmissionAsk>,
 }
 
 /// A turn that started.
@@ -61,14 +66,26 @@ pub struct ContinueRequest {
 pub struct TurnStarted {
     /// The id of the assistant message the turn writes.
     pub message_id: String,
-    /// The session as the turn started: `busy`.
+    /// The session as the turn started: `busy`; or as it is, for a submission seen before.
     pub session: SessionSummary,
+    /// Whether the request's `submissionId` had started this turn before: no turn started now.
+    pub replayed: bool,
 }
 
 /// A command that starts a turn.
 pub(super) enum TurnAsk {
     Send(SendRequest),
     Continue(ContinueRequest),
+}
+
+impl TurnAsk {
+    /// The request's `submissionId`, if it has one.
+    fn submission(&self) -> Option<&SubmissionAsk> {
+        match self {
+            TurnAsk::Send(request) => request.submission.as_ref(),
+            TurnAsk::Continue(request) => request.submission.as_ref(),
+        }
+    }
 }
 
 /// The most approvals the `approve` policy answers in one turn.
@@ -111,6 +128,18 @@ impl Inner {
                 let record = state.record_ref()?;
                 (record.summary.status, record.summary.error.clone())
             };
+            // A submission seen before finds its turn, whatever the session does now.
+            if let Some(ask) = ask.submission() {
+                let state = entry.state();
+                let record = state.record_ref()?;
+                if let Some(reply_id) = submissions::seen(record, ask)? {
+                    return Ok(TurnStarted {
+                        message_id: reply_id,
+                        session: record.summary.clone(),
+                        replayed: true,
+                    });
+                }
+            }
             let refuse = || SessionError::in_status(&entry.id, status, error.as_deref());
             match decide(status, Input::Command(command)) {
                 Decision::StartTurn => return self.begin_turn(entry, ask).await,
@@ -145,6 +174,7 @@ impl Inner {
     /// ends the turn and rejects the command.
     async fn begin_turn(self: &Arc<Self>, entry: &Arc<Entry>, ask: TurnAsk) -> Result<TurnStarted> {
         let slot = Arc::new(TurnSlot::default());
+        let submission = ask.submission().cloned();
         let (plan, previous, lost) = {
             let mut state = entry.state();
             let previous = state.record_ref()?.clone();
@@ -245,6 +275,9 @@ impl Inner {
             };
             record.summary.pending_input = None;
             record.summary.error = None;
+            if let Some(ask) = submission.as_ref() {
+                submissions::remember(record, ask, &plan.message_id);
+            }
             let Phase::Ready(mut live) = std::mem::replace(&mut state.phase, Phase::Kept) else {
                 unreachable!("the phase was checked above, under the same lock");
             };
@@ -308,6 +341,7 @@ impl Inner {
         Ok(TurnStarted {
             message_id,
             session,
+            replayed: false,
         })
     }
 
@@ -500,6 +534,7 @@ impl Inner {
             }
             match chunk.type_name() {
                 "finish" => read.finish = Some(chunk),
+                "abort" => read.abort = Some(chunk),
                 "tool-approval-request" if holding => read.requests.push(chunk),
                 _ => {}
             }
@@ -632,6 +667,18 @@ impl Inner {
         };
         let mut closing = Vec::new();
         let gone = slot.client_gone.load(std::sync::atomic::Ordering::SeqCst);
+        // Why the reply ends cut short, if it does: it is marked so, and its readers told.
+        let cut_for = cut.clone().or_else(|| {
+            read.abort.as_ref().map(|_| {
+                read.failure
+                    .as_ref()
+                    .map_or(messages::TURN_ABORTED.to_owned(), ToString::to_string)
+            })
+        });
+        if let Some(chunk) = cut_for.as_deref().and_then(messages::cut_chunk) {
+            closing.push(chunk);
+        }
+        closing.extend(read.abort.clone());
         {
             let mut state = entry.state();
             let (live, turn) = match std::mem::replace(&mut state.phase, Phase::Kept) {
@@ -650,7 +697,10 @@ impl Inner {
                     policy_decisions,
                     ..
                 } = *turn;
-                let message = reply.into_message();
+                let mut message = reply.into_message();
+                if let Some(reason) = cut_for.as_deref() {
+                    messages::mark_cut(&mut message, reason);
+                }
                 let has_parts = message
                     .get("parts")
                     .and_then(Value::as_array)
@@ -778,6 +828,9 @@ struct Reading {
     steps: u32,
     /// The most it may start (`limits.maxSteps`).
     max_steps: Option<u32>,
+    /// The `abort` chunk the agent's stream ended with (its caller aborted it), held back for
+    /// the end.
+    abort: Option<UiChunk>,
 }
 
 impl Reading {

@@ -5,5 +5,5 @@ pub mod record;
 
 pub use record::{
     ApprovalVerdict, ExecResult, KeyedCommand, PendingApproval, PendingInput, PendingToolCall,
-    SessionRecord, SessionStatus, SessionSummary, StoredMessage,
+    SessionRecord, SessionStatus, SessionSummary, StoredMessage, Submission,
 };

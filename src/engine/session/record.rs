@@ -295,6 +295,9 @@ pub struct SessionRecord {
     /// returns its result without running anything.
     #[serde(rename = "commandResults", skip_serializing_if = "Vec::is_empty")]
     pub command_results: Vec<KeyedCommand>,
+    /// The last submissions of turns (`submissionId`), oldest first: a retry finds its turn.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub submissions: Vec<Submission>,
 }
 
 /// What a shell command run by `exec()` gave: its exit code and its output, each stream cut to
@@ -327,6 +330,18 @@ pub struct KeyedCommand {
     pub result: ExecResult,
 }
 
+/// A turn a `submissionId` started: a retry with the same id and request finds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Submission {
+    /// The caller's `submissionId`.
+    pub id: String,
+    /// The digest of what was submitted: the same id with another request is refused.
+    pub digest: String,
+    /// The id of the assistant message the turn wrote.
+    pub reply_id: String,
+}
+
 impl<'de> Deserialize<'de> for SessionRecord {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // `flatten` would buffer the messages as values, which raw messages cannot come from: the
@@ -350,6 +365,8 @@ impl<'de> Deserialize<'de> for SessionRecord {
             messages: Vec<StoredMessage>,
             #[serde(default)]
             command_results: Vec<KeyedCommand>,
+            #[serde(default)]
+            submissions: Vec<Submission>,
         }
         let shape = Shape::deserialize(deserializer)?;
         Ok(SessionRecord {
@@ -365,6 +382,7 @@ impl<'de> Deserialize<'de> for SessionRecord {
             },
             messages: shape.messages,
             command_results: shape.command_results,
+            submissions: shape.submissions,
         })
     }
 }

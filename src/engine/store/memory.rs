@@ -127,6 +127,7 @@ mod tests {
                 },
                 messages: vec![json!({"id": "m"}).into()],
                 command_results: Vec::new(),
+                submissions: Vec::new(),
             };
             store.save(&record, None).await.unwrap();
         }

@@ -232,6 +232,9 @@ fn prepare_save(
         .collect::<Result<Vec<_>>>()?;
     Ok(PreparedSave {
         summary: json("summary", serde_json::to_string(summary))?,
+        submissions: (!record.submissions.is_empty())
+            .then(|| json("submissions", serde_json::to_string(&record.submissions)))
+            .transpose()?,
         id: id.to_owned(),
         status: summary.status.as_str(),
         metadata: json("metadata", serde_json::to_string(&summary.metadata))?,

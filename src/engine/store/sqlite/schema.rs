@@ -50,15 +50,26 @@ pub(super) const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 3,
+        name: "each session's last submissions",
+        apply: add_submissions,
+    },
+    Migration {
+        version: 4,
         name: "the results of keyed commands",
         apply: add_command_results,
     },
 ];
 
-/// Schema version 3: `sessions.command_results`, the results of the commands `exec()` ran with a
+/// Schema version 4: `sessions.command_results`, the results of the commands `exec()` ran with a
 /// `key`, as JSON text (`NULL` when there are none).
 fn add_command_results(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch("ALTER TABLE sessions ADD COLUMN command_results TEXT")
+}
+
+/// Schema version 3: `sessions.submissions`, the session's last submissions (`submissionId`s) as
+/// JSON text, `NULL` when it has none.
+fn add_submissions(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch("ALTER TABLE sessions ADD COLUMN submissions TEXT")
 }
 
 /// Schema version 2: `sessions.summary`, the summary as JSON text, written with the other columns

@@ -80,6 +80,7 @@ fn record(id: &str, updated_at: f64, messages: usize) -> SessionRecord {
             .map(|position| message(position, &format!("text {position} of {id}")))
             .collect(),
         command_results: Vec::new(),
+        submissions: Vec::new(),
     }
 }
 
@@ -164,6 +165,11 @@ async fn records_round_trip_exactly() {
             json!({ "b": 1, "a": 2 }).into(),
         ],
         command_results: Vec::new(),
+        submissions: vec![crate::engine::session::Submission {
+            id: "sub-1 ü".to_owned(),
+            digest: "d".repeat(64),
+            reply_id: "reply-1".to_owned(),
+        }],
     };
     let bare = SessionRecord {
         summary: SessionSummary {
@@ -172,6 +178,7 @@ async fn records_round_trip_exactly() {
         },
         messages: Vec::new(),
         command_results: Vec::new(),
+        submissions: Vec::new(),
     };
     store.save(&full, None).await.expect("save");
     store.save(&bare, None).await.expect("save");
@@ -901,6 +908,7 @@ fn crash_record(session: usize, version: u64) -> SessionRecord {
             })
             .collect(),
         command_results: Vec::new(),
+        submissions: Vec::new(),
     }
 }
 

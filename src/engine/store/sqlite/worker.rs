@@ -61,6 +61,8 @@ pub(super) struct PreparedSave {
     pub(super) summary: String,
     /// The results of keyed commands as JSON, when there are some.
     pub(super) command_results: Option<String>,
+    /// The session's last submissions as JSON, `None` when it has none.
+    pub(super) submissions: Option<String>,
     pub(super) messages: Vec<PreparedMessage>,
     pub(super) resume_state: Option<StoredResumeState>,
 }
@@ -580,6 +582,18 @@ impl Worker {
                 None => return Ok(None),
             }
         };
+        let submissions = {
+            let mut statement = tx
+                .prepare_cached("SELECT submissions FROM sessions WHERE id = ?1")
+                .map_err(fail)?;
+            let text: Option<String> = statement.query_row([id], |row| row.get(0)).map_err(fail)?;
+            match text {
+                Some(text) => {
+                    serde_json::from_str(&text).map_err(|_| unreadable(id, "its submissions"))?
+                }
+                None => Vec::new(),
+            }
+        };
         let mut messages = Vec::new();
         {
             let mut statement = tx
@@ -619,6 +633,7 @@ impl Worker {
             summary,
             messages,
             command_results,
+            submissions,
         }))
     }
 
@@ -829,6 +844,8 @@ fn write_save(conn: &Connection, save: &PreparedSave) -> rusqlite::Result<bool> 
         save.summary,
         save.command_results,
     ])?;
+    conn.prepare_cached("UPDATE sessions SET submissions = ?2 WHERE id = ?1")?
+        .execute(params![save.id, save.submissions])?;
 
     // What is stored, by position: a message whose digest matches is left alone.
     let mut unchanged = vec![false; save.messages.len()];

@@ -11,6 +11,11 @@ export const dynamic = 'force-dynamic';
  * starts a turn (`send()`); the assistant's message, sent back once every approval it asked for is
  * answered (`sendAutomaticallyWhen`), continues the paused turn (`continue()`), which reads the
  * answers from it. Only the last message matters: the session keeps the conversation.
+ *
+ * The turn outlives the request: no `abortSignal`, so a reload or a closed tab leaves it going
+ * (`GET /api/chat/[id]/stream` finds it again) and only the Stop button, through
+ * `POST /api/sessions/[id]/interrupt`, cuts it short. A user message's id is its `submissionId`:
+ * a POST the network retried finds the turn it started rather than starting another.
  */
 export async function POST(request: Request) {
   let body: { id?: unknown; messages?: unknown };
@@ -29,11 +34,10 @@ export async function POST(request: Request) {
     if ((await sessions.get(id)) === undefined) {
       await sessions.create({ id, metadata: { title: titleOf(textOf(message)) } });
     }
-    // The request's signal: the stop button of useChat, or a closed tab, cuts the turn short.
     const turn =
       message.role === 'assistant'
-        ? await sessions.continue(id, { message, abortSignal: request.signal })
-        : await sessions.send(id, { message, abortSignal: request.signal });
+        ? await sessions.continue(id, { message })
+        : await sessions.send(id, { message, submissionId: message.id });
     return turn.toUIMessageStreamResponse();
   } catch (error) {
     return errorResponse(error);
