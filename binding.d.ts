@@ -64,6 +64,14 @@ export declare class NativeManager {
    * toolResultContinuations? }` as JSON; answers `{ messageId, session }`.
    */
   continue(id: string, requestJson: string): Promise<string>
+  /** `exec(id, ...)`: `{ execId, command, key?, maxOutputBytes? }` as JSON; answers the result. */
+  exec(id: string, requestJson: string): Promise<string>
+  /** Registers command or turn `id` before it is asked for, so that its caller can cut it. */
+  willWait(id: number): void
+  /** Forgets `id` registered by `willWait()` when its command or turn was never asked for. */
+  forgetWaiting(id: number): void
+  /** The caller of command or turn `id` cut it: if it still waits to start, it never does. */
+  cancelWaiting(id: number): void
   /** `update(id, { metadata })`, the metadata as JSON. */
   update(id: string, metadataJson: string): Promise<string>
   /** `interrupt(id)`. */

@@ -149,6 +149,46 @@ export interface SessionSummary<METADATA = unknown> {
 /** A session with its conversation, as `useChat` shows it. */
 export interface SessionRecord<METADATA = unknown> extends SessionSummary<METADATA> {
   messages: UIMessage[];
+  /** The results of the commands `exec()` ran with a `key`, oldest first; absent when none. */
+  commandResults?: SessionKeyedCommand[];
+}
+
+/** What `exec()` gives: the command's exit code and its output, each stream bounded. */
+export interface SessionExecResult {
+  /** Nonzero is a result, not an error. */
+  exitCode: number;
+  /** At most `maxOutputBytes` UTF-8 bytes of the standard output. */
+  stdout: string;
+  /** At most `maxOutputBytes` UTF-8 bytes of the standard error. */
+  stderr: string;
+  /** The bound each stream was cut to. */
+  maxOutputBytes: number;
+  /** How many bytes of the standard output were cut (0 when none). */
+  stdoutCutBytes: number;
+  /** How many bytes of the standard error were cut (0 when none). */
+  stderrCutBytes: number;
+}
+
+/** A command run with a `key`, kept with its session. */
+export interface SessionKeyedCommand {
+  key: string;
+  command: string;
+  result: SessionExecResult;
+}
+
+/** A shell command to run in a session's sandbox, without the agent. */
+export interface ExecOptions {
+  /** The exact shell command, passed to the sandbox's `run()` unchanged. */
+  command: string;
+  /**
+   * Keeps the result with the session: the same key again gives it back without running anything;
+   * the same key with another command is refused (`SessionConflictError`).
+   */
+  key?: string;
+  /** Cuts the command, or its wait for a turn under way: rejects with the signal's reason. */
+  abortSignal?: AbortSignal;
+  /** The most UTF-8 bytes of each of stdout and stderr kept. Default: 1,048,576; at most 64 MiB. */
+  maxOutputBytes?: number;
 }
 
 // ─── Stores ─────────────────────────────────────────────────────────────────────────────────────
@@ -387,11 +427,27 @@ export interface SendOptions {
   /** Aborts the turn: the request's signal, so that the client's stop button stops it. */
   abortSignal?: AbortSignal;
   /**
+   * Application-owned guidance for this turn only: told to the agent after the prompt, kept in
+   * the reply's `metadata.instructionAddendum`, never as the user's words. At most 32,000 UTF-8
+   * bytes, no NUL.
+   */
+  instructionAddendum?: string;
+  /** Limits of this turn. */
+  limits?: TurnLimits;
+  /**
    * Makes the request idempotent: the same id again with the same request returns the turn it
    * started (live, or its recorded reply replayed); with another request, a
    * `SessionConflictError`. A session keeps its last 100.
    */
   submissionId?: string;
+}
+
+/** The limits of one turn. */
+export interface TurnLimits {
+  /** A turn that starts more steps is cut short: "The turn reached its limit of <n> steps." */
+  maxSteps?: number;
+  /** Overrides `turnTimeoutMs` for this turn. */
+  timeoutMs?: number;
 }
 
 /** The answers to what a session `awaiting-input` waits for. */
@@ -401,6 +457,9 @@ export interface ContinueOptions {
   toolApprovalContinuations?: readonly ToolApprovalResponse[];
   toolResultContinuations?: readonly ToolResultPart[];
   abortSignal?: AbortSignal;
+  /** As {@link SendOptions.instructionAddendum}: it accompanies the words a resumed turn is told. */
+  instructionAddendum?: string;
+  limits?: TurnLimits;
   /** As {@link SendOptions.submissionId}, for the answers. */
   submissionId?: string;
 }
@@ -434,6 +493,12 @@ export interface SessionManager<METADATA = unknown> {
   list(): Promise<SessionSummary<METADATA>[]>;
   send(id: string, options: SendOptions): Promise<SessionTurn<METADATA>>;
   continue(id: string, options: ContinueOptions): Promise<SessionTurn<METADATA>>;
+  /**
+   * Runs a shell command in the session's sandbox, in the directory its harness works in, without
+   * the agent and without adding to the conversation. Waits for a turn under way; a message sent
+   * meanwhile waits for the command. A suspended session is resumed first.
+   */
+  exec(id: string, options: ExecOptions): Promise<SessionExecResult>;
   /**
    * The turn under way of the session, from its first chunk and then live, as its first client
    * got it; `undefined` when no turn is under way (or the session is unknown).

@@ -26,8 +26,10 @@ const DONE = Promise.resolve('{"ok":true,"value":null}');
  * @param {Function} [seams.approve]
  * @param {(number: number) => any} [seams.nativeSandbox] the sandbox a native strategy handed out
  *   as `number` (`{ native: number }`), when `sandboxes` is one
+ * @param {Map<number, AbortSignal>} [seams.execSignals] the `abortSignal`s of the commands of
+ *   `exec()` under way, by their number
  */
-function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessage, approve, nativeSandbox }) {
+function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessage, approve, nativeSandbox, execSignals }) {
   const agents = new Handles('agent');
   const sessions = new Handles('harness session');
   const leases = new Handles('lease');
@@ -64,7 +66,32 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessag
       const options = { sessionId, sandboxSession };
       if (resumeFrom !== undefined) options.resumeFrom = resumeFrom;
       const session = await sessionAgent.createSession(options);
-      return { session: sessions.put({ agent: sessionAgent, session }) };
+      return { session: sessions.put({ agent: sessionAgent, session, sandboxSession }) };
+    },
+    // exec(): the command, unchanged, through the sandbox's run(), in the directory the harness
+    // works in (a HarnessAgent session's `sessionWorkDir`), else the sandbox's default one.
+    async 'session.exec'({ session, execId, command }) {
+      const { session: handle, sandboxSession } = sessions.get(session);
+      if (sandboxSession == null || typeof sandboxSession.run !== 'function') {
+        throw new Error('The session has no sandbox to run a command in.');
+      }
+      const workingDirectory =
+        typeof handle?.sessionWorkDir === 'string' && handle.sessionWorkDir.length > 0
+          ? handle.sessionWorkDir
+          : sandboxSession.defaultWorkingDirectory;
+      const options = { command };
+      if (typeof workingDirectory === 'string') options.workingDirectory = workingDirectory;
+      const abortSignal = execSignals?.get(execId);
+      if (abortSignal !== undefined) options.abortSignal = abortSignal;
+      const result = await sandboxSession.run(options);
+      if (result == null || !Number.isInteger(result.exitCode)) {
+        throw new TypeError("the sandbox's run() must give { exitCode, stdout, stderr }");
+      }
+      return {
+        exitCode: result.exitCode,
+        stdout: typeof result.stdout === 'string' ? result.stdout : '',
+        stderr: typeof result.stderr === 'string' ? result.stderr : '',
+      };
     },
     async 'session.turn'(args) {
       await turns.start(sessions.get(args.session), args);

@@ -87,6 +87,7 @@ function createSessionManager(given) {
   const store = options.store ?? require('./stores.js').createMemorySessionStore();
   const listeners = new Set();
   const preparing = new Preparing();
+  const execSignals = new Map();
 
   const newId = () => {
     const id = generateId();
@@ -117,6 +118,7 @@ function createSessionManager(given) {
     errorMessage,
     approve: options.approve,
     nativeSandbox: nativeSandboxes?.sandboxSession,
+    execSignals,
   });
   function reportError(error, context) {
     try {
@@ -165,13 +167,24 @@ function createSessionManager(given) {
     checkId(id);
     need(abortSignal === undefined || abortSignal instanceof AbortSignal, 'abortSignal', 'abortSignal must be an AbortSignal');
     const turn = turns.open(abortSignal);
+    // A message waiting for a command of exec() (or a preparing session) is cut by its signal.
+    const cut = () => manager.cancelWaiting(turn.turnId);
+    if (abortSignal !== undefined) {
+      manager.willWait(turn.turnId);
+      abortSignal.addEventListener('abort', cut, { once: true });
+    }
     let started;
     try {
       started = parse(await holding(begin(turn.turnId)));
     } catch (error) {
-      const thrown = fromNative(error);
+      const thrown = abortSignal?.aborted && isCutBeforeStart(error) ? abortSignal.reason : fromNative(error);
       turns.discard(turn, thrown);
       throw thrown;
+    } finally {
+      if (abortSignal !== undefined) {
+        abortSignal.removeEventListener('abort', cut);
+        manager.forgetWaiting(turn.turnId);
+      }
     }
     if (started?.replayed) {
       turns.forget(turn);
@@ -214,8 +227,9 @@ function createSessionManager(given) {
       const { message, prompt, abortSignal, submissionId } = plain(options, 'options', ['message', 'prompt', 'abortSignal', 'submissionId']);
       need(typeof message === 'string' || (message !== null && typeof message === 'object'), 'message', 'message must be a string or a UIMessage');
       need(prompt === undefined || typeof prompt === 'string', 'prompt', 'prompt must be a string');
-      const submission = submissionOf(submissionId, ['send', message, prompt]);
-      const request = { message, prompt, messageId: newId(), replyId: newId(), submission };
+      const turn = turnOptions(options);
+      const submission = submissionOf(submissionId, ['send', message, prompt, turn]);
+      const request = { message, prompt, messageId: newId(), replyId: newId(), submission, ...turn };
       return startTurn(id, abortSignal, (turnId) =>
         manager.send(id, json({ ...request, turnId }, 'message')),
       );
@@ -231,11 +245,51 @@ function createSessionManager(given) {
       need(message === undefined || (message !== null && typeof message === 'object'), 'message', 'message must be a UIMessage');
       need(toolApprovalContinuations === undefined || Array.isArray(toolApprovalContinuations), 'toolApprovalContinuations', 'toolApprovalContinuations must be an array');
       need(toolResultContinuations === undefined || Array.isArray(toolResultContinuations), 'toolResultContinuations', 'toolResultContinuations must be an array');
-      const submission = submissionOf(submissionId, ['continue', message, toolApprovalContinuations, toolResultContinuations]);
-      const request = { message, toolApprovalContinuations, toolResultContinuations, submission };
+      const turn = turnOptions(options);
+      const submission = submissionOf(submissionId, ['continue', message, toolApprovalContinuations, toolResultContinuations, turn]);
+      const request = { message, toolApprovalContinuations, toolResultContinuations, submission, ...turn };
       return startTurn(id, abortSignal, (turnId) =>
         manager.continue(id, json({ ...request, turnId }, 'message')),
       );
+    },
+    async exec(id, options) {
+      checkId(id);
+      need(options !== undefined, 'options', 'exec() takes { command, key?, abortSignal?, maxOutputBytes? }');
+      const { command, key, abortSignal, maxOutputBytes } = plain(options, 'options', [
+        'command',
+        'key',
+        'abortSignal',
+        'maxOutputBytes',
+      ], { refuseOthers: true });
+      need(typeof command === 'string' && command.trim().length > 0, 'command', 'command must be a non-empty string');
+      need(key === undefined || (typeof key === 'string' && key.length > 0), 'key', 'key must be a non-empty string');
+      need(abortSignal === undefined || abortSignal instanceof AbortSignal, 'abortSignal', 'abortSignal must be an AbortSignal');
+      need(
+        maxOutputBytes === undefined || (Number.isSafeInteger(maxOutputBytes) && maxOutputBytes >= 0),
+        'maxOutputBytes',
+        'maxOutputBytes must be a whole number of bytes, zero or more',
+      );
+      abortSignal?.throwIfAborted();
+      const execId = turns.reserve();
+      const cut = () => manager.cancelWaiting(execId);
+      if (abortSignal !== undefined) {
+        execSignals.set(execId, abortSignal);
+        manager.willWait(execId);
+        abortSignal.addEventListener('abort', cut, { once: true });
+      }
+      try {
+        const request = { execId, command, key, maxOutputBytes };
+        return JSON.parse(await holding(manager.exec(id, json(request, 'options'))));
+      } catch (error) {
+        if (abortSignal?.aborted && isCutBeforeStart(error)) throw abortSignal.reason;
+        throw fromNative(error);
+      } finally {
+        if (abortSignal !== undefined) {
+          execSignals.delete(execId);
+          abortSignal.removeEventListener('abort', cut);
+          manager.forgetWaiting(execId);
+        }
+      }
     },
     async reconnect(id) {
       checkId(id);
@@ -352,6 +406,25 @@ class Queues {
     });
     return result;
   }
+}
+
+/**
+ * The options of one turn `send()` and `continue()` may be given (`instructionAddendum`,
+ * `limits: { maxSteps?, timeoutMs? }`): read here, checked by the engine.
+ */
+function turnOptions(options) {
+  const { instructionAddendum, limits } = plain(options, 'options', ['instructionAddendum', 'limits']);
+  need(instructionAddendum === undefined || typeof instructionAddendum === 'string', 'instructionAddendum', 'instructionAddendum must be a string');
+  if (limits === undefined) return { instructionAddendum };
+  const { maxSteps, timeoutMs } = plain(limits, 'limits', ['maxSteps', 'timeoutMs'], { refuseOthers: true });
+  need(maxSteps === undefined || (Number.isSafeInteger(maxSteps) && maxSteps >= 1), 'limits.maxSteps', 'limits.maxSteps must be a whole number, one or more');
+  checkDuration(timeoutMs, 'limits.timeoutMs');
+  return { instructionAddendum, limits: { maxSteps, timeoutMs } };
+}
+
+/** Whether `error` (from the native manager) is a command or message its caller cut before it started. */
+function isCutBeforeStart(error) {
+  return typeof error?.message === 'string' && error.message.includes('cut short by its caller before it started');
 }
 
 /** What a manager holds, for tests and benchmarks: `manager[DIAGNOSTICS]()`. */

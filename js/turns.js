@@ -38,6 +38,13 @@ class Turns {
     this.#bufferChunks = bufferChunks;
   }
 
+  /** A number no turn under way has: for a command of `exec()`, which shares their numbering. */
+  reserve() {
+    const id = this.#next;
+    this.#next = this.#next >= 0xfffffffe ? 1 : this.#next + 1;
+    return id;
+  }
+
   /**
    * A new turn's number and client stream, before the engine starts it.
    * @param {AbortSignal} [callerSignal] the caller's signal: the agent's is it combined with ours

@@ -127,4 +127,14 @@ export async function refused(): Promise<void> {
   await sessions.send('x', {});
   // @ts-expect-error an option that does not exist
   createSessionManager({ agent: () => agent, sandboxes, idleTimeout: 5 });
+  // @ts-expect-error exec() needs a command
+  await sessions.exec('x', { key: 'k' });
+}
+
+// The additions of issue 16: exec() and the options of one turn.
+export async function additions(): Promise<number> {
+  const result = await sessions.exec('x', { command: 'npm test', key: 'tests', maxOutputBytes: 4096 });
+  await sessions.send('x', { message: 'hi', instructionAddendum: 'Be brief.', limits: { maxSteps: 3, timeoutMs: 60_000 } });
+  const record = await sessions.get('x');
+  return result.exitCode + result.stdoutCutBytes + (record?.commandResults?.length ?? 0);
 }

@@ -21,7 +21,8 @@ use super::strategies::NativeSessionSandboxes;
 use crate::engine::agent::{TurnEnd, TurnFailure, TurnReport};
 use crate::engine::error::{Result, SessionError};
 use crate::engine::manager::{
-    ContinueRequest, ManagerOptions, Seams, SendRequest, SessionManager, SubmissionAsk,
+    turn_options, ContinueRequest, ExecRequest, ManagerOptions, Seams, SendRequest, SessionManager,
+    SubmissionAsk, DEFAULT_MAX_OUTPUT_BYTES,
 };
 use crate::engine::store::SessionStore;
 
@@ -124,6 +125,8 @@ struct SendArgs {
     prompt: Option<String>,
     reply_id: String,
     message_id: String,
+    instruction_addendum: Option<Value>,
+    limits: Option<Value>,
     #[serde(default)]
     submission: Option<SubmissionArgs>,
 }
@@ -153,8 +156,19 @@ struct ContinueArgs {
     tool_approval_continuations: Option<Vec<Value>>,
     #[serde(default)]
     tool_result_continuations: Option<Vec<Value>>,
+    instruction_addendum: Option<Value>,
+    limits: Option<Value>,
     #[serde(default)]
     submission: Option<SubmissionArgs>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecArgs {
+    exec_id: u64,
+    command: String,
+    key: Option<String>,
+    max_output_bytes: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -264,6 +278,7 @@ impl NativeManager {
                         prompt: args.prompt,
                         reply_id: args.reply_id,
                         message_id: args.message_id,
+                        options: turn_options::read(args.instruction_addendum, args.limits)?,
                         submission: args.submission.map(Into::into),
                     },
                 )
@@ -290,6 +305,7 @@ impl NativeManager {
                         message: args.message,
                         approvals: args.tool_approval_continuations.unwrap_or_default(),
                         tool_results: args.tool_result_continuations.unwrap_or_default(),
+                        options: turn_options::read(args.instruction_addendum, args.limits)?,
                         submission: args.submission.map(Into::into),
                     },
                 )
@@ -299,6 +315,46 @@ impl NativeManager {
             )
         })
         .await
+    }
+
+    /// `exec(id, ...)`: `{ execId, command, key?, maxOutputBytes? }` as JSON; answers the result.
+    #[napi]
+    pub async fn exec(&self, id: String, request_json: String) -> napi::Result<String> {
+        guard(async {
+            let args: ExecArgs = argument(&request_json, "options")?;
+            let result = self
+                .manager
+                .exec(
+                    &id,
+                    ExecRequest {
+                        exec_id: args.exec_id,
+                        command: args.command,
+                        key: args.key,
+                        max_output_bytes: args.max_output_bytes.unwrap_or(DEFAULT_MAX_OUTPUT_BYTES),
+                    },
+                )
+                .await?;
+            to_json(&result)
+        })
+        .await
+    }
+
+    /// Registers command or turn `id` before it is asked for, so that its caller can cut it.
+    #[napi]
+    pub fn will_wait(&self, id: u32) {
+        self.manager.will_wait(u64::from(id));
+    }
+
+    /// Forgets `id` registered by `willWait()` when its command or turn was never asked for.
+    #[napi]
+    pub fn forget_waiting(&self, id: u32) {
+        self.manager.forget_waiting(u64::from(id));
+    }
+
+    /// The caller of command or turn `id` cut it: if it still waits to start, it never does.
+    #[napi]
+    pub fn cancel_waiting(&self, id: u32) {
+        self.manager.cancel_waiting(u64::from(id));
     }
 
     /// `update(id, { metadata })`, the metadata as JSON.

@@ -10,7 +10,8 @@ use serde_json::{json, Value};
 
 use super::host::{error_json, Host};
 use crate::engine::agent::{
-    Agent, HarnessSession, OpenRequest, TurnControl, TurnFeed, TurnInput, TurnStart,
+    Agent, CommandOutput, CommandRun, HarnessSession, OpenRequest, TurnControl, TurnFeed,
+    TurnInput, TurnStart,
 };
 use crate::engine::client::TurnClients;
 use crate::engine::error::{Result, SessionError};
@@ -177,6 +178,28 @@ impl HarnessSession for JsHarnessSession {
             .call("session.destroy", json!({ "session": self.handle }))
             .await
             .map(drop)
+    }
+
+    async fn run_command(&self, run: CommandRun) -> Result<CommandOutput> {
+        let payload =
+            json!({ "session": self.handle, "execId": run.exec_id, "command": run.command });
+        let answer = self.host.call("session.exec", payload).await?;
+        let text = |field: &str| {
+            answer
+                .get(field)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let exit_code = answer
+            .get("exitCode")
+            .and_then(Value::as_i64)
+            .ok_or_else(|| SessionError::host("The sandbox's run() gave no whole exitCode."))?;
+        Ok(CommandOutput {
+            exit_code,
+            stdout: text("stdout"),
+            stderr: text("stderr"),
+        })
     }
 }
 

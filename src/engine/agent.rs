@@ -83,6 +83,40 @@ pub trait HarnessSession: Send + Sync {
     /// # Errors
     /// When the harness could not be destroyed.
     async fn destroy(&self) -> Result<()>;
+
+    /// Runs `run.command` in the harness session's sandbox (its `run`), in the directory the
+    /// harness works in, or the sandbox's default one: `exec()`. The output comes back whole; the
+    /// engine bounds it.
+    ///
+    /// # Errors
+    /// When the command could not be run (a nonzero exit is a result); by default, a harness
+    /// session that has no sandbox to run it in.
+    async fn run_command(&self, run: CommandRun) -> Result<CommandOutput> {
+        let _ = run;
+        Err(crate::engine::error::SessionError::host(
+            "The session has no sandbox to run a command in.",
+        ))
+    }
+}
+
+/// What [`HarnessSession::run_command`] is given.
+#[derive(Debug, Clone)]
+pub struct CommandRun {
+    /// A number for the command, unique in the process: the binding's key for its `abortSignal`.
+    pub exec_id: u64,
+    /// The shell command, exactly as the caller gave it.
+    pub command: String,
+}
+
+/// What a command gave, whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandOutput {
+    /// Its exit code.
+    pub exit_code: i64,
+    /// Its standard output.
+    pub stdout: String,
+    /// Its standard error.
+    pub stderr: String,
 }
 
 /// How a turn starts.

@@ -76,6 +76,7 @@ export function ChatView({
   const [busyAction, setBusyAction] = useState<string | undefined>();
   const [confirmDelete, setConfirmDelete] = useState(false);
   const [actionError, setActionError] = useState<string | undefined>();
+  const [testRun, setTestRun] = useState<{ exitCode: number; output: string } | undefined>();
   const endRef = useRef<HTMLDivElement>(null);
   const inputRef = useRef<HTMLTextAreaElement>(null);
 
@@ -155,6 +156,17 @@ export function ChatView({
       async (response) => apply(await response.json()),
     );
 
+  // exec(): the tests run in the session's sandbox, outside the conversation.
+  const runTests = () =>
+    act(
+      'exec',
+      () => fetch(`/api/sessions/${id}/exec`, { method: 'POST' }),
+      async (response) => {
+        const result = (await response.json()) as { exitCode: number; stdout: string; stderr: string };
+        setTestRun({ exitCode: result.exitCode, output: `${result.stdout}${result.stderr}`.trim() });
+      },
+    );
+
   const remove = () => {
     if (!confirmDelete) {
       setConfirmDelete(true);
@@ -193,6 +205,9 @@ export function ChatView({
           <div className="chat-actions">
             <button type="button" className="button button-ghost" onClick={suspend} disabled={!canSuspend || busyAction !== undefined}>
               Suspend now
+            </button>
+            <button type="button" className="button button-ghost" onClick={runTests} disabled={busyAction !== undefined}>
+              Run tests
             </button>
             <button
               type="button"
@@ -251,6 +266,12 @@ export function ChatView({
         </div>
       </div>
 
+      {testRun !== undefined && (
+        <div className="notice" role="status" data-test-run={testRun.exitCode}>
+          <strong>Tests {testRun.exitCode === 0 ? 'passed' : `failed (exit ${testRun.exitCode})`}</strong>
+          <pre>{testRun.output}</pre>
+        </div>
+      )}
       {(error || actionError) && (
         <div className="error-banner" role="alert">
           <span>{error ? errorText(error) : actionError}</span>

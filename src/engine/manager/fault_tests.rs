@@ -282,6 +282,7 @@ fn send(turn_id: u64, text: &str) -> SendRequest {
         reply_id: format!("r{turn_id}"),
         message_id: format!("m{turn_id}"),
         submission: None,
+        options: Default::default(),
     }
 }
 

@@ -9,6 +9,7 @@
 pub mod answers;
 mod bounds;
 mod entry;
+mod exec;
 mod journal;
 pub mod messages;
 mod slots;
@@ -17,6 +18,7 @@ pub mod submissions;
 mod teardown;
 mod timers;
 mod turn;
+pub mod turn_options;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,8 +39,10 @@ use crate::engine::session::lifecycle::{self, decide, Command, Decision, Event, 
 use crate::engine::session::{SessionRecord, SessionStatus, SessionSummary, Timestamp};
 use crate::engine::store::SessionStore;
 
+pub use self::exec::{ExecRequest, DEFAULT_MAX_OUTPUT_BYTES, MOST_OUTPUT_BYTES};
 pub use self::submissions::SubmissionAsk;
 pub use self::turn::{ContinueRequest, SendRequest, TurnStarted};
+pub use self::turn_options::TurnOptions;
 
 /// How the manager behaves: the options of `createSessionManager()` that are not seams.
 #[derive(Debug, Clone)]
@@ -124,6 +128,8 @@ pub(crate) struct Inner {
     claimed: AtomicBool,
     shut_down: AtomicBool,
     clients_gone: std::sync::atomic::AtomicU64,
+    /// The commands and messages waiting for their turn, which their callers may cut.
+    waiting: exec::Waiting,
 }
 
 impl SessionManager {
@@ -140,6 +146,7 @@ impl SessionManager {
                 claimed: AtomicBool::new(false),
                 shut_down: AtomicBool::new(false),
                 clients_gone: std::sync::atomic::AtomicU64::new(0),
+                waiting: exec::Waiting::default(),
             }),
         }
     }
@@ -207,13 +214,20 @@ impl SessionManager {
     /// [`SessionError::Capacity`] when a suspended session cannot get a slot back,
     /// [`SessionError::Input`] for a malformed message.
     pub async fn send(&self, id: &str, request: SendRequest) -> Result<TurnStarted> {
-        self.inner.ready().await?;
-        let entry = self.inner.entry(id);
-        let result = self
-            .inner
-            .command_turn(&entry, turn::TurnAsk::Send(request))
-            .await;
-        self.inner.release(&entry);
+        let turn_id = request.turn_id;
+        let mut cancel = self.inner.waiting.enter(turn_id);
+        let result = async {
+            self.inner.ready().await?;
+            let entry = self.inner.entry(id);
+            let result = self
+                .inner
+                .command_turn(&entry, turn::TurnAsk::Send(request), &mut cancel)
+                .await;
+            self.inner.release(&entry);
+            result
+        }
+        .await;
+        self.inner.waiting.leave(turn_id);
         result
     }
 
@@ -223,13 +237,20 @@ impl SessionManager {
     /// As [`SessionManager::send`], and a conflict when the session waits for nothing, or when
     /// the request answers nothing it waits for.
     pub async fn continue_turn(&self, id: &str, request: ContinueRequest) -> Result<TurnStarted> {
-        self.inner.ready().await?;
-        let entry = self.inner.entry(id);
-        let result = self
-            .inner
-            .command_turn(&entry, turn::TurnAsk::Continue(request))
-            .await;
-        self.inner.release(&entry);
+        let turn_id = request.turn_id;
+        let mut cancel = self.inner.waiting.enter(turn_id);
+        let result = async {
+            self.inner.ready().await?;
+            let entry = self.inner.entry(id);
+            let result = self
+                .inner
+                .command_turn(&entry, turn::TurnAsk::Continue(request), &mut cancel)
+                .await;
+            self.inner.release(&entry);
+            result
+        }
+        .await;
+        self.inner.waiting.leave(turn_id);
         result
     }
 
@@ -531,6 +552,7 @@ impl Inner {
                 Timestamp::from_millis(now),
             ),
             messages: Vec::new(),
+            command_results: Vec::new(),
             submissions: Vec::new(),
         });
         match self.save(entry, None).await {

@@ -64,6 +64,7 @@ mod tests {
                 Timestamp::from_millis(0.0),
             ),
             messages: Vec::new(),
+            command_results: Vec::new(),
             submissions: Vec::new(),
         }
     }

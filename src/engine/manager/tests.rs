@@ -294,6 +294,7 @@ fn send(turn_id: u64, text: &str) -> SendRequest {
         prompt: None,
         reply_id: format!("reply-{turn_id}"),
         message_id: format!("user-{turn_id}"),
+        options: Default::default(),
         submission: None,
     }
 }

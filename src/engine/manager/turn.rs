@@ -14,8 +14,10 @@ use tokio::time::Instant;
 
 use super::answers;
 use super::entry::{lock, CutTurn, Entry, Phase, Turn, TurnSlot};
+use super::exec::cancellable;
 use super::messages::{self, pending_input_of};
 use super::submissions::{self, SubmissionAsk};
+use super::turn_options::{starts_step, TurnOptions};
 use super::{timers, Inner, APPLICATION_STOPPED, SESSION_CLOSED, TURN_TOO_LONG};
 use crate::engine::agent::{TurnEnd, TurnInput, TurnReport, TurnStart};
 use crate::engine::error::{Result, SessionError};
@@ -36,6 +38,8 @@ pub struct SendRequest {
     pub reply_id: String,
     /// The id the user message gets when it has none.
     pub message_id: String,
+    /// Guidance and limits for this turn.
+    pub options: TurnOptions,
     /// The caller's `submissionId`, with the digest of the request.
     pub submission: Option<SubmissionAsk>,
 }
@@ -51,6 +55,8 @@ pub struct ContinueRequest {
     pub approvals: Vec<Value>,
     /// `ToolResultPart`s.
     pub tool_results: Vec<Value>,
+    /// Guidance and limits for this turn.
+    pub options: TurnOptions,
     /// The caller's `submissionId`, with the digest of the request.
     pub submission: Option<SubmissionAsk>,
 }
@@ -87,6 +93,8 @@ const MOST_POLICY_ANSWERS: usize = 200;
 
 /// What the driver is given.
 struct Plan {
+    /// The turn's limits, and its addendum.
+    options: TurnOptions,
     turn_id: u64,
     message_id: String,
     input: TurnInput,
@@ -100,6 +108,7 @@ impl Inner {
         self: &Arc<Self>,
         entry: &Arc<Entry>,
         ask: TurnAsk,
+        cancel: &mut tokio::sync::watch::Receiver<bool>,
     ) -> Result<TurnStarted> {
         if let TurnAsk::Send(request) = &ask {
             messages::user_message(&request.message, || request.message_id.clone())?;
@@ -110,7 +119,9 @@ impl Inner {
         };
         let mut brought_back = false;
         loop {
-            let guard = entry.commands.lock().await;
+            // A command running in the sandbox holds the lock: the message waits for it, unless
+            // its caller cuts it.
+            let guard = cancellable(cancel, entry.commands.lock()).await?;
             self.load(entry).await?;
             let (status, error) = {
                 let state = entry.state();
@@ -134,7 +145,7 @@ impl Inner {
                 Decision::StartTurn => return self.begin_turn(entry, ask).await,
                 Decision::WaitReady => {
                     drop(guard);
-                    self.wait_while(entry, SessionStatus::Preparing).await;
+                    cancellable(cancel, self.wait_while(entry, SessionStatus::Preparing)).await?;
                 }
                 // The start this message waited for failed, or was cut short.
                 Decision::Resume | Decision::StartAgain if brought_back => return Err(refuse()),
@@ -188,10 +199,14 @@ impl Inner {
                     let plan = Plan {
                         turn_id: request.turn_id,
                         message_id: request.reply_id.clone(),
-                        input: TurnInput::Prompt(prompt),
+                        input: TurnInput::Prompt(request.options.prompt(prompt)),
                         continues: None,
+                        options: request.options.clone(),
                     };
-                    let accumulator = new_reply(None, request.reply_id)?;
+                    let mut accumulator = new_reply(None, request.reply_id)?;
+                    if let Some(chunk) = request.options.metadata_chunk() {
+                        let _ = accumulator.push(&chunk);
+                    }
                     (plan, record.messages.len(), accumulator)
                 }
                 TurnAsk::Continue(request) => {
@@ -214,7 +229,7 @@ impl Inner {
                         .unwrap_or_else(|| pending_input_of(&paused, true));
                     let collected = answers::collect(&entry.id, &pending, &request)?;
                     let input = if lost {
-                        TurnInput::Prompt(collected.words())
+                        TurnInput::Prompt(request.options.prompt(collected.words()))
                     } else {
                         TurnInput::Continue {
                             approvals: collected.approvals.clone(),
@@ -234,12 +249,16 @@ impl Inner {
                     for chunk in answers::answer_chunks(&approvals, &tool_results) {
                         let _ = accumulator.push(&chunk);
                     }
+                    if let Some(chunk) = request.options.metadata_chunk() {
+                        let _ = accumulator.push(&chunk);
+                    }
                     let continues = Some(accumulator.message().clone());
                     let plan = Plan {
                         turn_id: request.turn_id,
                         message_id,
                         input,
                         continues,
+                        options: request.options.clone(),
                     };
                     (plan, index, accumulator)
                 }
@@ -370,10 +389,12 @@ impl Inner {
         plan: Plan,
         first: UnboundedReceiver<TurnReport>,
     ) {
-        let deadline = self.options.turn_timeout.map(|d| Instant::now() + d);
+        let timeout = plan.options.timeout.or(self.options.turn_timeout);
+        let deadline = timeout.map(|d| Instant::now() + d);
         // The agent gave the turn its first stream: it counts in `turns`, however it ends.
         let mut read = Reading {
             got_stream: true,
+            max_steps: plan.options.max_steps,
             ..Reading::default()
         };
         let mut policy = PolicyRounds::default();
@@ -469,11 +490,15 @@ impl Inner {
                 report = reports.recv() => match report {
                     Some(TurnReport::Chunks(chunks)) => {
                         self.take_chunks(entry, chunks, read);
+                        read.cut_past_steps(slot);
                         dirty = true;
                     }
                     Some(TurnReport::Json(text)) => {
                         match serde_json::from_str::<Vec<UiChunk>>(&text) {
-                            Ok(chunks) => self.take_chunks(entry, chunks, read),
+                            Ok(chunks) => {
+                                self.take_chunks(entry, chunks, read);
+                                read.cut_past_steps(slot);
+                            }
                             Err(error) => {
                                 let error = SessionError::internal(format!(
                                     "a turn reported chunks that are not UI message chunks: {error}"
@@ -515,6 +540,9 @@ impl Inner {
         for chunk in chunks {
             // A protocol error halts the reply as `readUIMessageStream` would; the turn goes on.
             let _ = turn.reply.push(&chunk);
+            if starts_step(&chunk) {
+                read.steps += 1;
+            }
             match chunk.type_name() {
                 "finish" => read.finish = Some(chunk),
                 "abort" => read.abort = Some(chunk),
@@ -817,9 +845,24 @@ struct Reading {
     failure: Option<SessionError>,
     /// Whether the client must be told of the failure (it never reached the agent's stream).
     tell_client: bool,
+    /// The steps the turn started (`start-step` chunks), over all its streams.
+    steps: u32,
+    /// The most it may start (`limits.maxSteps`).
+    max_steps: Option<u32>,
     /// The `abort` chunk the agent's stream ended with (its caller aborted it), held back for
     /// the end.
     abort: Option<UiChunk>,
     /// Whether the agent gave a stream: the turn then counts in `turns`.
     got_stream: bool,
+}
+
+impl Reading {
+    /// Cuts the turn once it started more steps than it may.
+    fn cut_past_steps(&self, slot: &TurnSlot) {
+        if let Some(most) = self.max_steps {
+            if self.steps > most {
+                slot.cut(&TurnOptions::steps_reached(most));
+            }
+        }
+    }
 }

@@ -32,6 +32,11 @@
 //! | `closed`         | refuse           | refuse              | refuse     | nothing        | nothing     |
 //! | `interrupted`    | refuse           | refuse              | refuse     | close          | nothing     |
 //!
+//! `exec()` (a shell command in the session's sandbox) changes no status: it waits for a
+//! `preparing` session, and for the turn of a `busy` one, to end; runs in `idle` and
+//! `awaiting-input`; resumes a `suspended` session and starts a `failed` one again first; and is
+//! refused by `closed` and `interrupted` ones.
+//!
 //! The events (`·`: cannot happen in that status, nothing changes):
 //!
 //! | event                      | preparing          | idle, awaiting-input | busy        | suspended | failed    | closed | interrupted |
@@ -65,6 +70,8 @@ pub enum Command {
     Close,
     /// `interrupt()`.
     Interrupt,
+    /// `exec()`: a shell command in the session's sandbox.
+    Exec,
 }
 
 /// What happens to a session besides the callers' commands.
@@ -150,6 +157,10 @@ pub enum Decision {
     Nothing,
     /// Refuse with a conflict; `None` means the standard `The session is <status>.`
     Refuse(Option<&'static str>),
+    /// Run the command now, the status unchanged.
+    RunCommand,
+    /// Wait until the turn under way ends, then decide again.
+    WaitTurnOver,
 }
 
 /// The words of a refused `send()` while the session waits for input.
@@ -190,6 +201,12 @@ fn on_command(status: SessionStatus, command: Command) -> Decision {
             D::Refuse(None)
         }
         (_, C::Interrupt) => D::Nothing,
+        (S::Preparing, C::Exec) => D::WaitReady,
+        (S::Idle | S::AwaitingInput, C::Exec) => D::RunCommand,
+        (S::Busy, C::Exec) => D::WaitTurnOver,
+        (S::Suspended, C::Exec) => D::Resume,
+        (S::Failed, C::Exec) => D::StartAgain,
+        (S::Closed | S::Interrupted, C::Exec) => D::Refuse(None),
     }
 }
 
@@ -314,6 +331,21 @@ mod tests {
     fn interrupt() {
         let row = [NOP, NOP, D::CutTurn, NOP, NOP, NOP, NOP, NOP];
         check(Input::Command(C::Interrupt), row);
+    }
+
+    #[test]
+    fn exec() {
+        let row = [
+            WAIT,
+            D::RunCommand,
+            D::WaitTurnOver,
+            D::RunCommand,
+            D::Resume,
+            D::StartAgain,
+            NO,
+            NO,
+        ];
+        check(Input::Command(C::Exec), row);
     }
 
     #[test]
@@ -446,7 +478,14 @@ mod tests {
     /// Every input reaches every status: the tests above are the whole table.
     #[test]
     fn the_tables_cover_every_input() {
-        let commands = [C::Send, C::Continue, C::Suspend, C::Close, C::Interrupt];
+        let commands = [
+            C::Send,
+            C::Continue,
+            C::Suspend,
+            C::Close,
+            C::Interrupt,
+            C::Exec,
+        ];
         let events = [
             E::BroughtBack,
             E::TurnBegan,
@@ -468,7 +507,7 @@ mod tests {
         // Written as a match so that a new command or event fails to compile until it is listed.
         for command in commands {
             match command {
-                C::Send | C::Continue | C::Suspend | C::Close | C::Interrupt => {}
+                C::Send | C::Continue | C::Suspend | C::Close | C::Interrupt | C::Exec => {}
             }
         }
         for event in events {
@@ -488,6 +527,6 @@ mod tests {
                 | E::FoundLiveAtStart => {}
             }
         }
-        assert_eq!(commands.len() + events.len(), 21);
+        assert_eq!(commands.len() + events.len(), 22);
     }
 }

@@ -5,6 +5,7 @@ pub mod record;
 pub mod timestamp;
 
 pub use record::{
-    ApprovalVerdict, PendingApproval, PendingInput, PendingToolCall, SessionRecord, SessionStatus,
-    SessionSummary, SessionUsage, StoredMessage, Submission, Timestamp,
+    ApprovalVerdict, ExecResult, KeyedCommand, PendingApproval, PendingInput, PendingToolCall,
+    SessionRecord, SessionStatus, SessionSummary, SessionUsage, StoredMessage, Submission,
+    Timestamp,
 };

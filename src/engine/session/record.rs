@@ -356,9 +356,43 @@ pub struct SessionRecord {
     pub summary: SessionSummary,
     /// The conversation as `UIMessage`s, oldest first.
     pub messages: Vec<StoredMessage>,
+    /// The results of the commands `exec()` ran with a `key`, oldest first: the same key again
+    /// returns its result without running anything.
+    #[serde(rename = "commandResults", skip_serializing_if = "Vec::is_empty")]
+    pub command_results: Vec<KeyedCommand>,
     /// The last submissions of turns (`submissionId`), oldest first: a retry finds its turn.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub submissions: Vec<Submission>,
+}
+
+/// What a shell command run by `exec()` gave: its exit code and its output, each stream cut to
+/// `maxOutputBytes` (how many bytes were cut is said).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecResult {
+    /// The command's exit code; nonzero is a result, not an error.
+    pub exit_code: i64,
+    /// Its standard output, at most `max_output_bytes` of it.
+    pub stdout: String,
+    /// Its standard error, at most `max_output_bytes` of it.
+    pub stderr: String,
+    /// The bound each stream was cut to, in UTF-8 bytes.
+    pub max_output_bytes: u64,
+    /// How many bytes of the standard output were cut.
+    pub stdout_cut_bytes: u64,
+    /// How many bytes of the standard error were cut.
+    pub stderr_cut_bytes: u64,
+}
+
+/// The result of a command run with a `key`, kept with the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeyedCommand {
+    /// The caller's key.
+    pub key: String,
+    /// The command, exactly as given.
+    pub command: String,
+    /// What it gave.
+    pub result: ExecResult,
 }
 
 /// A turn a `submissionId` started: a retry with the same id and request finds it.
@@ -399,7 +433,7 @@ impl<'de> serde::de::Visitor<'de> for RecordVisitor {
             (None, None, None, None, None);
         let (mut turns, mut usage, mut error, mut pending_input, mut messages) =
             (None, None, None, None, None);
-        let mut submissions = None;
+        let (mut submissions, mut command_results) = (None, None);
         let mut extra = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
@@ -414,6 +448,9 @@ impl<'de> serde::de::Visitor<'de> for RecordVisitor {
                 "pendingInput" => pending_input = map.next_value::<Option<PendingInput>>()?,
                 "messages" => messages = Some(map.next_value::<Vec<StoredMessage>>()?),
                 "submissions" => submissions = Some(map.next_value::<Vec<Submission>>()?),
+                "commandResults" => {
+                    command_results = Some(map.next_value::<Vec<KeyedCommand>>()?);
+                }
                 _ => {
                     let value = map.next_value::<Value>()?;
                     extra.insert(key, value);
@@ -434,6 +471,7 @@ impl<'de> serde::de::Visitor<'de> for RecordVisitor {
                 extra,
             },
             messages: messages.unwrap_or_default(),
+            command_results: command_results.unwrap_or_default(),
             submissions: submissions.unwrap_or_default(),
         })
     }

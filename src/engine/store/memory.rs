@@ -122,6 +122,7 @@ mod tests {
                     Timestamp::from_millis(updated_at * 1000.0),
                 ),
                 messages: vec![json!({"id": "m"}).into()],
+                command_results: Vec::new(),
                 submissions: Vec::new(),
             };
             store.save(&record, None).await.unwrap();

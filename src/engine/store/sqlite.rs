@@ -366,6 +366,14 @@ fn prepare_save(
             .transpose()?,
         id: id.to_owned(),
         updated_at_key: order_key(summary.updated_at.millis()),
+        command_results: if record.command_results.is_empty() {
+            None
+        } else {
+            Some(json(
+                "command results",
+                serde_json::to_string(&record.command_results),
+            )?)
+        },
         messages,
         resume_state: resume_state
             .map(|state| codec.encode(id, state))

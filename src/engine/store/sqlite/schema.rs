@@ -58,7 +58,18 @@ pub(super) const MIGRATIONS: &[Migration] = &[
         name: "each session's last submissions",
         apply: add_submissions,
     },
+    Migration {
+        version: 5,
+        name: "the results of keyed commands",
+        apply: add_command_results,
+    },
 ];
+
+/// Schema version 5: `sessions.command_results`, the results of the commands `exec()` ran with a
+/// `key`, as JSON text (`NULL` when there are none).
+fn add_command_results(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch("ALTER TABLE sessions ADD COLUMN command_results TEXT")
+}
 
 /// Schema version 4: `sessions.submissions`, the session's last submissions (`submissionId`s) as
 /// JSON text, `NULL` when it has none.

@@ -77,6 +77,7 @@ fn record(id: &str, updated_at: f64, messages: usize) -> SessionRecord {
         messages: (0..messages)
             .map(|position| message(position, &format!("text {position} of {id}")))
             .collect(),
+        command_results: Vec::new(),
         submissions: Vec::new(),
     }
 }
@@ -182,6 +183,7 @@ async fn records_round_trip_exactly() {
             json!([1, [2, [3]]]).into(),
             json!({ "b": 1, "a": 2 }).into(),
         ],
+        command_results: Vec::new(),
         submissions: vec![crate::engine::session::Submission {
             id: "sub-1 ü".to_owned(),
             digest: "d".repeat(64),
@@ -194,6 +196,7 @@ async fn records_round_trip_exactly() {
             ..record("bare", 5.0, 0).summary
         },
         messages: Vec::new(),
+        command_results: Vec::new(),
         submissions: Vec::new(),
     };
     store.save(&full, None).await.expect("save");
@@ -932,6 +935,7 @@ fn crash_record(session: usize, version: u64) -> SessionRecord {
                 message(position, &text)
             })
             .collect(),
+        command_results: Vec::new(),
         submissions: Vec::new(),
     }
 }
@@ -1441,7 +1445,16 @@ async fn a_file_of_the_0_1_release_is_migrated_in_place_to_records_of_the_refere
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(columns, ["id", "updated_at_key", "summary", "submissions"]);
+    assert_eq!(
+        columns,
+        [
+            "id",
+            "updated_at_key",
+            "summary",
+            "submissions",
+            "command_results"
+        ]
+    );
 
     let before = before.as_object().expect("sessions by id");
     assert_eq!(before.len(), 7);

@@ -53,6 +53,8 @@ pub(super) struct PreparedSave {
     pub(super) updated_at_key: i64,
     /// The whole summary as JSON: what `list()` gives, and `get()` with the messages.
     pub(super) summary: String,
+    /// The results of keyed commands as JSON, when there are some.
+    pub(super) command_results: Option<String>,
     /// The session's last submissions as JSON, `None` when it has none.
     pub(super) submissions: Option<String>,
     pub(super) messages: Vec<PreparedMessage>,
@@ -527,10 +529,22 @@ impl Worker {
                 messages.push(message.map_err(|_| unreadable(id, "a message"))?);
             }
         }
+        let command_results = {
+            let mut statement = tx
+                .prepare_cached("SELECT command_results FROM sessions WHERE id = ?1")
+                .map_err(fail)?;
+            let text: Option<String> = statement.query_row([id], |row| row.get(0)).map_err(fail)?;
+            match text {
+                Some(text) => serde_json::from_str(&text)
+                    .map_err(|_| unreadable(id, "the results of its commands"))?,
+                None => Vec::new(),
+            }
+        };
         tx.commit().map_err(fail)?;
         Ok(Some(SessionRecord {
             summary,
             messages,
+            command_results,
             submissions,
         }))
     }
@@ -637,11 +651,17 @@ fn unreadable(id: &str, what: &str) -> SessionError {
 /// Writes `save`; answers whether it dropped a resume state (the session left `suspended`).
 fn write_save(conn: &Connection, save: &PreparedSave) -> rusqlite::Result<bool> {
     conn.prepare_cached(
-        "INSERT INTO sessions (id, updated_at_key, summary) VALUES (?1, ?2, ?3) \
+        "INSERT INTO sessions (id, updated_at_key, summary, command_results) \
+         VALUES (?1, ?2, ?3, ?4) \
          ON CONFLICT (id) DO UPDATE SET updated_at_key = excluded.updated_at_key, \
-             summary = excluded.summary",
+             summary = excluded.summary, command_results = excluded.command_results",
     )?
-    .execute(params![save.id, save.updated_at_key, save.summary])?;
+    .execute(params![
+        save.id,
+        save.updated_at_key,
+        save.summary,
+        save.command_results
+    ])?;
     conn.prepare_cached("UPDATE sessions SET submissions = ?2 WHERE id = ?1")?
         .execute(params![save.id, save.submissions])?;
 
