@@ -130,6 +130,7 @@ describe('a cut answer is marked as cut', () => {
       },
     );
     await store.save(record);
+    await store.close();
     const second = createSessionManager({ agent: () => halfAnswer(), sandboxes: testSandboxes(), store: createSqliteSessionStore({ path }) });
     try {
       const after = await second.get('k');

@@ -32,15 +32,15 @@ after(async () => {
 const inUse = (error) => SessionError.isInstance(error) && /in use/.test(error.message);
 
 describe('one process per SQLite file', () => {
-  test('a second store on the file is refused at once, in this process; close() and shutdown() free it', async () => {
+  test('a second store on the file is refused at its first use, in this process; close() and shutdown() free it', async () => {
     const path = join(temp('hs-lock-'), 'sessions.db');
     const first = createSqliteSessionStore({ path });
     await first.list();
-    assert.throws(() => createSqliteSessionStore({ path }), inUse);
+    await assert.rejects(createSqliteSessionStore({ path }).list(), inUse);
     const sessions = createSessionManager({ agent: () => createFakeAgent(), sandboxes: testSandboxes(), store: first, onError: () => {} });
     await sessions.create({ id: 'a', metadata: {} });
     await untilStatus(sessions, 'a', 'idle');
-    assert.throws(() => createSqliteSessionStore({ path }), inUse, 'still refused while the manager runs');
+    await assert.rejects(createSqliteSessionStore({ path }).list(), inUse, 'still refused while the manager runs');
     const second = createSessionManager({ agent: () => createFakeAgent(), sandboxes: testSandboxes(), store: first, onError: () => {} });
     await assert.rejects(second.list(), (error) => SessionError.isInstance(error) && /in use by another session manager/.test(error.message), 'a second manager on the same store object is refused');
     assert.equal((await sessions.get('a')).status, 'idle', 'the first one is untouched');
@@ -69,7 +69,7 @@ describe('one process per SQLite file', () => {
         child.stdout.on('data', (chunk) => String(chunk).includes('ready') && resolve());
         child.once('exit', (code) => reject(new Error(`the holder exited early (${code})`)));
       });
-      assert.throws(() => createSqliteSessionStore({ path }), inUse);
+      await assert.rejects(createSqliteSessionStore({ path }).list(), inUse);
     } finally {
       child.kill('SIGKILL');
       await exited;

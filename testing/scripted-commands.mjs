@@ -36,6 +36,7 @@ import { posix } from 'node:path';
  * @type {Array<[RegExp, (match: RegExpMatchArray) => Command]>}
  */
 const COMMANDS = [
+  [/^The session was suspended while you waited for my answers\.[^\n]*\n([\s\S]*)$/, ([, lines]) => carryOn(lines)],
   [/^\/?help$/i, () => help],
   [/^\/history$|\bwhat did i (?:say|ask|write)\b/i, () => history],
   [/^(?:\/ls|ls|list(?: the)? files)(?:\s+in)?(?:\s+(\S+))?$/i, ([, path]) => listFiles(path ?? '.')],
@@ -64,6 +65,57 @@ export function parseCommand(prompt) {
     if (match) return command(match);
   }
   return echo(text);
+}
+
+/**
+ * The answers a session suspended while it waited tells its resumed turn in words (one line
+ * each, `- I approve <tool> <JSON input>` or `- I deny <tool> <JSON input>[: <reason>]`): carried
+ * out as a model would, each approved `bash` or `write` done without asking again (the user just
+ * approved it), each denial said.
+ *
+ * @param {string} lines
+ */
+function carryOn(lines) {
+  /** @type {Command} */
+  return async (context) => {
+    const answers = lines
+      .split('\n')
+      .map((line) => /^- I (approve|deny) (\S+) ([\s\S]*)$/.exec(line.trim()))
+      .filter((match) => match !== null);
+    if (answers.length === 0) return context.turn.say('I have nothing left to carry on with.');
+    for (const [, verdict, toolName, rest] of answers) {
+      const { input, reason } = inputAndReason(rest);
+      if (verdict === 'deny') {
+        await context.turn.say(`You denied ${toolName}${reason ? ` (${reason})` : ''}: I leave it.`);
+      } else if (toolName === 'bash' && typeof input?.command === 'string') {
+        await runCommand(input.command)({ ...context, permissionMode: 'allow-all' });
+      } else if (toolName === 'write' && typeof input?.file_path === 'string' && typeof input.content === 'string') {
+        await writeFile(input.file_path, input.content)({ ...context, permissionMode: 'allow-all' });
+      } else {
+        await context.turn.say(`You approved ${toolName}: I carry on.`);
+      }
+    }
+  };
+}
+
+/**
+ * The JSON input at the start of `rest`, and the reason after it (`: <reason>`), if any.
+ *
+ * @param {string} rest
+ * @returns {{ input: any, reason?: string }}
+ */
+function inputAndReason(rest) {
+  for (let end = rest.length; end > 0; end = rest.lastIndexOf('}', end - 1) + 1 || 0) {
+    try {
+      const input = JSON.parse(rest.slice(0, end));
+      const tail = rest.slice(end);
+      return { input, reason: tail.startsWith(': ') ? tail.slice(2) : undefined };
+    } catch {
+      // A shorter prefix, up to the previous `}`.
+    }
+    if (end <= 1) break;
+  }
+  return { input: undefined };
 }
 
 /** @param {string} text */

@@ -28,6 +28,7 @@
  * | `/think <thought>`                                    | Sends `<thought>` as reasoning, then a short answer     |
  * | `/fail [<message>]`                                   | Fails the turn with an `Error` (masked by `getHarnessErrorMessage`) |
  * | `/fail-harness [<message>]`                           | Fails it with a `HarnessError` (whose message passes through) |
+ * | the answers told after a suspension (`The session was suspended while you waited…`) | Runs each approved `bash`/`write` without asking again, says each denial |
  *
  * Its own tools (`list`, `read`, `write`, `bash`) run in the session's working directory through
  * the sandbox. Approvals follow the agent's `permissionMode`, as with Claude Code: `allow-reads`

@@ -98,7 +98,7 @@ export async function readTurn(turn, continues) {
 }
 
 /** Waits until `predicate()` is true, checking every few milliseconds (at most `ms`). */
-export async function until(predicate, ms = 5000) {
+export async function until(predicate, ms = 30_000) {
   const deadline = Date.now() + ms;
   for (;;) {
     if (await predicate()) return;

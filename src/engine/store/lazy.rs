@@ -8,6 +8,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -15,7 +16,7 @@ use serde_json::Value;
 use tokio::sync::OnceCell;
 
 use super::SessionStore;
-use crate::engine::error::Result;
+use crate::engine::error::{Result, SessionError};
 use crate::engine::session::{SessionRecord, SessionSummary};
 
 /// What opens the store: called at the first use, and again after a failed opening.
@@ -27,6 +28,9 @@ pub type OpenStore = Box<
 pub struct LazyStore {
     open: OpenStore,
     store: OnceCell<Arc<dyn SessionStore>>,
+    /// Whether a manager runs on this store: see [`SessionStore::claim`], kept here since the
+    /// store a manager claims may not be open yet.
+    claimed: AtomicBool,
 }
 
 impl LazyStore {
@@ -35,6 +39,7 @@ impl LazyStore {
         LazyStore {
             open,
             store: OnceCell::new(),
+            claimed: AtomicBool::new(false),
         }
     }
 
@@ -72,6 +77,37 @@ impl SessionStore for LazyStore {
 
     async fn delete(&self, id: &str) -> Result<()> {
         self.store().await?.delete(id).await
+    }
+
+    fn claim(&self) -> Result<()> {
+        if self.claimed.swap(true, Ordering::SeqCst) {
+            return Err(SessionError::host(
+                "the store is in use by another session manager: one manager per store; shut \
+                 the other down first",
+            ));
+        }
+        Ok(())
+    }
+
+    async fn release(&self) -> Result<()> {
+        self.claimed.store(false, Ordering::SeqCst);
+        match self.store.get() {
+            Some(store) => store.release().await,
+            None => Ok(()),
+        }
+    }
+
+    fn take_unreadable(&self) -> Vec<(String, SessionError)> {
+        self.store
+            .get()
+            .map(|store| store.take_unreadable())
+            .unwrap_or_default()
+    }
+
+    fn is_unreadable(&self, id: &str) -> bool {
+        self.store
+            .get()
+            .is_some_and(|store| store.is_unreadable(id))
     }
 }
 
