@@ -538,6 +538,9 @@ describe('close() and delete()', () => {
     const gate = createDeferred();
     const { sessions, sandboxes } = testManager({ fakeAgent: createFakeAgent({ createSession: [{ gate: gate.promise }] }) });
     await sessions.create({ id: 'p', metadata: {} });
+    // The start holds its sandbox and waits in createSession() (a loaded machine may not be there
+    // yet when create() returns).
+    await until(() => sandboxes.log.some((l) => l[0] === 'acquire' && l[1] === 'p'));
     const closed = await sessions.close('p');
     assert.equal(closed.status, 'closed');
     gate.resolve();

@@ -2,6 +2,7 @@
  * The session manager of this server: one per process, kept on `globalThis` so that every route
  * (each bundled on its own) and a reload of the module in development find the same one.
  */
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 
 import {
