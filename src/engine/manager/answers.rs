@@ -229,14 +229,7 @@ pub fn answerable(
     approvals: &[Value],
     tool_results: &[Value],
 ) -> (Vec<Value>, Vec<Value>) {
-    let parts: Vec<&Map<String, Value>> = message
-        .get("parts")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_object)
-        .filter(|part| tool_name(part).is_some())
-        .collect();
+    let parts = tool_parts(message.get("parts"));
     let state =
         |part: &Map<String, Value>| part.get("state").and_then(Value::as_str).map(str::to_owned);
     let asked = |id: &Value| {
@@ -330,14 +323,7 @@ fn read_message_answers(
         ));
     };
     check_message(object, "message")?;
-    let parts: Vec<&Map<String, Value>> = object
-        .get("parts")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_object)
-        .filter(|part| tool_name(part).is_some())
-        .collect();
+    let parts = tool_parts(object.get("parts"));
     let mut approvals = Vec::new();
     for open in pending.approvals.iter().filter(|a| a.decision.is_none()) {
         let approval = parts.iter().find_map(|part| {
@@ -512,6 +498,17 @@ fn question_answers(input: &Value, output: &Value) -> Option<String> {
         })
         .collect();
     Some(lines.join("\n"))
+}
+
+/// The tool parts (`tool-<name>`, `dynamic-tool`) of a message's `parts`.
+fn tool_parts(parts: Option<&Value>) -> Vec<&Map<String, Value>> {
+    parts
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
+        .filter(|part| tool_name(part).is_some())
+        .collect()
 }
 
 #[cfg(test)]

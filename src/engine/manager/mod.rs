@@ -214,21 +214,8 @@ impl SessionManager {
     /// [`SessionError::Capacity`] when a suspended session cannot get a slot back,
     /// [`SessionError::Input`] for a malformed message.
     pub async fn send(&self, id: &str, request: SendRequest) -> Result<TurnStarted> {
-        let turn_id = request.turn_id;
-        let mut cancel = self.inner.waiting.enter(turn_id);
-        let result = async {
-            self.inner.ready().await?;
-            let entry = self.inner.entry(id);
-            let result = self
-                .inner
-                .command_turn(&entry, turn::TurnAsk::Send(request), &mut cancel)
-                .await;
-            self.inner.release(&entry);
-            result
-        }
-        .await;
-        self.inner.waiting.leave(turn_id);
-        result
+        self.turn_command(id, request.turn_id, turn::TurnAsk::Send(request))
+            .await
     }
 
     /// Resumes a paused turn with its answers.
@@ -237,15 +224,23 @@ impl SessionManager {
     /// As [`SessionManager::send`], and a conflict when the session waits for nothing, or when
     /// the request answers nothing it waits for.
     pub async fn continue_turn(&self, id: &str, request: ContinueRequest) -> Result<TurnStarted> {
-        let turn_id = request.turn_id;
+        self.turn_command(id, request.turn_id, turn::TurnAsk::Continue(request))
+            .await
+    }
+
+    /// The frame of `send()` and `continue()`: the turn's wait registered (so that its abort is
+    /// seen), the session's entry held while the command runs.
+    async fn turn_command(
+        &self,
+        id: &str,
+        turn_id: u64,
+        ask: turn::TurnAsk,
+    ) -> Result<TurnStarted> {
         let mut cancel = self.inner.waiting.enter(turn_id);
         let result = async {
             self.inner.ready().await?;
             let entry = self.inner.entry(id);
-            let result = self
-                .inner
-                .command_turn(&entry, turn::TurnAsk::Continue(request), &mut cancel)
-                .await;
+            let result = self.inner.command_turn(&entry, ask, &mut cancel).await;
             self.inner.release(&entry);
             result
         }
