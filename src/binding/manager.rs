@@ -127,6 +127,7 @@ struct SendArgs {
     message_id: String,
     instruction_addendum: Option<Value>,
     limits: Option<Value>,
+    output: Option<Value>,
     #[serde(default)]
     submission: Option<SubmissionArgs>,
 }
@@ -158,6 +159,7 @@ struct ContinueArgs {
     tool_result_continuations: Option<Vec<Value>>,
     instruction_addendum: Option<Value>,
     limits: Option<Value>,
+    output: Option<Value>,
     #[serde(default)]
     submission: Option<SubmissionArgs>,
 }
@@ -278,7 +280,7 @@ impl NativeManager {
                         prompt: args.prompt,
                         reply_id: args.reply_id,
                         message_id: args.message_id,
-                        options: turn_options::read(args.instruction_addendum, args.limits)?,
+                        options: turn_options::read(args.instruction_addendum, args.limits, args.output)?,
                         submission: args.submission.map(Into::into),
                     },
                 )
@@ -305,7 +307,7 @@ impl NativeManager {
                         message: args.message,
                         approvals: args.tool_approval_continuations.unwrap_or_default(),
                         tool_results: args.tool_result_continuations.unwrap_or_default(),
-                        options: turn_options::read(args.instruction_addendum, args.limits)?,
+                        options: turn_options::read(args.instruction_addendum, args.limits, args.output)?,
                         submission: args.submission.map(Into::into),
                     },
                 )
