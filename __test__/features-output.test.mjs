@@ -209,6 +209,44 @@ describe('output (fake agent)', () => {
     await readTurn(await sessions.send('a', { message: 'again' }));
     assert.equal(promptsOf(fake).at(-1), 'again', 'told once');
   });
+
+  test("a continuation's addendum is told with the words of a resumed turn when that comes first", async () => {
+    const bash = { approvals: [{ toolName: 'bash', input: { command: 'ls' } }] };
+    const fake = createFakeAgent({ turns: [bash, bash, { text: 'ok' }] });
+    // The resume state keeps no paused turn: continue() tells the answers in words.
+    const agent = {
+      ...fake,
+      createSession: async (options) => {
+        const session = await fake.createSession(options);
+        const stop = session.stop.bind(session);
+        session.stop = async () => {
+          const { continueFrom, ...state } = await stop();
+          void continueFrom;
+          return state;
+        };
+        return session;
+      },
+    };
+    const { sessions } = testManager({ fakeAgent: agent });
+    await sessions.create({ id: 'w', metadata: {} });
+    const approve = (session) => [{ type: 'tool-approval-response', approvalId: session.pendingInput.approvals[0].approvalId, approved: true }];
+    const first = await readTurn(await sessions.send('w', { message: 'look' }));
+    // Carried on (no words): the addendum waits; the turn pauses again.
+    const second = await readTurn(
+      await sessions.continue('w', { toolApprovalContinuations: approve(first.session), instructionAddendum: 'Say what you ran.' }),
+    );
+    assert.equal(second.session.status, 'awaiting-input');
+    assert.equal(promptsOf(fake).length, 1, 'no prompt yet');
+    await sessions.suspend('w');
+    await readTurn(await sessions.continue('w', { toolApprovalContinuations: approve(second.session) }));
+    const told = promptsOf(fake).at(-1);
+    assert.match(told, /^The session was suspended while you waited for my answers/);
+    assert.match(told, /<instructions-given-with-my-last-answers>\nSay what you ran\.\n/);
+    const reply = (await sessions.get('w')).messages[1];
+    assert.equal(reply.metadata.instructionAddendumUntold, false, 'told now');
+    await readTurn(await sessions.send('w', { message: 'next' }));
+    assert.equal(promptsOf(fake).at(-1), 'next', 'not told again');
+  });
 });
 
 // ─── The real HarnessAgent ────────────────────────────────────────────────────────────────────────

@@ -61,7 +61,11 @@ impl TurnOptions {
     /// one.
     pub fn prompt(&self, prompt: String) -> String {
         let mut told = prompt;
-        if let Some(addendum) = self.instruction_addendum.as_deref().filter(|a| !a.is_empty()) {
+        if let Some(addendum) = self
+            .instruction_addendum
+            .as_deref()
+            .filter(|a| !a.is_empty())
+        {
             told.push_str(&format!(
                 "\n\n<instructions-for-this-turn>\n{addendum}\n</instructions-for-this-turn>"
             ));
@@ -220,7 +224,12 @@ mod tests {
 
     #[test]
     fn limits_are_read() {
-        let options = read(None, Some(json!({ "maxSteps": 2, "timeoutMs": 1500 })), None).unwrap();
+        let options = read(
+            None,
+            Some(json!({ "maxSteps": 2, "timeoutMs": 1500 })),
+            None,
+        )
+        .unwrap();
         assert_eq!(options.max_steps, Some(2));
         assert_eq!(options.timeout, Some(Duration::from_millis(1500)));
         for bad in [

@@ -101,7 +101,11 @@ pub fn read(output: Option<Value>) -> Result<Option<OutputSpec>> {
         ));
     }
     let name = text_option(args.name, "output.name", MOST_NAME_BYTES)?;
-    let description = text_option(args.description, "output.description", MOST_DESCRIPTION_BYTES)?;
+    let description = text_option(
+        args.description,
+        "output.description",
+        MOST_DESCRIPTION_BYTES,
+    )?;
     let validator = compile(&schema)?;
     Ok(Some(OutputSpec {
         schema,
@@ -408,8 +412,14 @@ mod tests {
         assert_eq!(path(json!({ "schema": {}, "other": 1 })), "output");
         assert_eq!(path(json!({})), "output.schema");
         assert_eq!(path(json!({ "schema": "string" })), "output.schema");
-        assert_eq!(path(json!({ "schema": { "type": "nope" } })), "output.schema");
-        assert_eq!(path(json!({ "schema": { "minimum": "one" } })), "output.schema");
+        assert_eq!(
+            path(json!({ "schema": { "type": "nope" } })),
+            "output.schema"
+        );
+        assert_eq!(
+            path(json!({ "schema": { "minimum": "one" } })),
+            "output.schema"
+        );
         assert_eq!(path(json!({ "schema": {}, "name": 3 })), "output.name");
         assert_eq!(
             path(json!({ "schema": {}, "description": "a\0" })),
@@ -421,12 +431,16 @@ mod tests {
 
     #[test]
     fn candidates_are_fences_and_balanced_spans_in_order() {
-        let text = "Here [not json] is {\"a\": 1} and\n```json\n{\"b\": [2]}\n```\nthen [3, 4] end {";
+        let text =
+            "Here [not json] is {\"a\": 1} and\n```json\n{\"b\": [2]}\n```\nthen [3, 4] end {";
         assert_eq!(
             candidates(text),
             vec![json!({ "a": 1 }), json!({ "b": [2] }), json!([3, 4])]
         );
-        assert_eq!(candidates(" \"just a string\" "), vec![json!("just a string")]);
+        assert_eq!(
+            candidates(" \"just a string\" "),
+            vec![json!("just a string")]
+        );
         assert_eq!(candidates("no json here"), Vec::<Value>::new());
         assert_eq!(
             candidates("a brace in a string {\"s\": \"}{\"}"),
