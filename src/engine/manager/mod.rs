@@ -35,8 +35,8 @@ use crate::engine::client::TurnClients;
 use crate::engine::error::{Result, SessionError};
 use crate::engine::hooks::{ManagerHooks, SessionEvent};
 use crate::engine::lease::SessionSandboxes;
-use crate::engine::session::lifecycle::{self, decide, Command, Decision, Event, Input};
 use crate::engine::session::import;
+use crate::engine::session::lifecycle::{self, decide, Command, Decision, Event, Input};
 use crate::engine::session::{
     SessionRecord, SessionStatus, SessionSummary, StoredMessage, Timestamp,
 };

@@ -21,8 +21,8 @@ use super::turn_options::{starts_step, TurnOptions};
 use super::{timers, Inner, APPLICATION_STOPPED, SESSION_CLOSED, TURN_TOO_LONG};
 use crate::engine::agent::{TurnEnd, TurnInput, TurnReport, TurnStart};
 use crate::engine::error::{Result, SessionError};
-use crate::engine::session::lifecycle::{decide, Command, Decision, Event, Input};
 use crate::engine::session::import;
+use crate::engine::session::lifecycle::{decide, Command, Decision, Event, Input};
 use crate::engine::session::{SessionStatus, SessionSummary, StoredMessage};
 use crate::engine::ui::{MessageAccumulator, UiChunk};
 

@@ -99,7 +99,10 @@ pub fn read_history(items: &[Box<RawValue>], message_ids: &[String]) -> Result<V
 fn read_item(index: usize, raw: &RawValue) -> Result<(Item, usize)> {
     let fields: BTreeMap<String, Box<RawValue>> = serde_json::from_str(raw.get())
         .map_err(|_| refused(index, None, "an item must be an object"))?;
-    let kind = match fields.get("type").map(|t| serde_json::from_str::<String>(t.get())) {
+    let kind = match fields
+        .get("type")
+        .map(|t| serde_json::from_str::<String>(t.get()))
+    {
         Some(Ok(kind)) => kind,
         _ => {
             return Err(refused(
@@ -125,7 +128,10 @@ fn read_item(index: usize, raw: &RawValue) -> Result<(Item, usize)> {
         return Err(refused(
             index,
             Some(other),
-            format!("a {kind} item has no field {other:?}: only {}", allowed.join(", ")),
+            format!(
+                "a {kind} item has no field {other:?}: only {}",
+                allowed.join(", ")
+            ),
         ));
     }
     let field = |name: &str| fields.get(name).map(|raw| raw.get());
@@ -223,7 +229,10 @@ fn json_of(index: usize, field: &str, raw: Option<&str>) -> Result<(Value, usize
 /// The rules of order: a user item first; each call answered once, after it and before the next
 /// user item; call ids unique.
 fn check_order(items: &[Item]) -> Result<()> {
-    if items.first().is_some_and(|item| !matches!(item, Item::User(_))) {
+    if items
+        .first()
+        .is_some_and(|item| !matches!(item, Item::User(_)))
+    {
         return Err(refused(
             0,
             Some("type"),
@@ -265,27 +274,29 @@ fn check_order(items: &[Item]) -> Result<()> {
                 calls.insert(call_id, (index, false));
                 unanswered.push(index);
             }
-            Item::Result { call_id, .. } => match calls.get_mut(call_id.as_str()) {
-                Some((call, answered @ false)) => {
-                    *answered = true;
-                    let call = *call;
-                    unanswered.retain(|&c| c != call);
-                }
-                Some((call, true)) => {
-                    return Err(refused(
+            Item::Result { call_id, .. } => {
+                match calls.get_mut(call_id.as_str()) {
+                    Some((call, answered @ false)) => {
+                        *answered = true;
+                        let call = *call;
+                        unanswered.retain(|&c| c != call);
+                    }
+                    Some((call, true)) => {
+                        return Err(refused(
+                            index,
+                            Some("callId"),
+                            format!("the tool call {call_id:?} (item {call}) has a result already"),
+                        ))
+                    }
+                    None => return Err(refused(
                         index,
                         Some("callId"),
-                        format!("the tool call {call_id:?} (item {call}) has a result already"),
-                    ))
+                        format!(
+                            "a tool result follows its call: no tool call {call_id:?} before it"
+                        ),
+                    )),
                 }
-                None => {
-                    return Err(refused(
-                        index,
-                        Some("callId"),
-                        format!("a tool result follows its call: no tool call {call_id:?} before it"),
-                    ))
-                }
-            },
+            }
         }
     }
     if let Some(&call) = unanswered.first() {

@@ -67,22 +67,86 @@ fn a_transcript_becomes_ui_messages() {
 #[test]
 fn every_rule_is_refused_naming_the_item() {
     let cases = [
-        (json!([{ "type": "assistant", "text": "hi" }]), "initialHistory[0].type", "starts with a user item"),
-        (json!([user("a"), call("a")]), "initialHistory[1]", "has no result"),
-        (json!([user("a"), call("a"), user("b"), result("a")]), "initialHistory[1]", "before the next user item"),
-        (json!([user("a"), result("a")]), "initialHistory[1].callId", "follows its call"),
-        (json!([user("a"), result("a"), call("a")]), "initialHistory[1].callId", "follows its call"),
-        (json!([user("a"), call("a"), result("a"), result("a")]), "initialHistory[3].callId", "has a result already"),
-        (json!([user("a"), call("a"), result("a"), call("a"), result("a")]), "initialHistory[3].callId", "already the id"),
-        (json!([user("a"), { "type": "tool_call", "callId": "a", "name": "x", "arguments": [1] }, result("a")]), "initialHistory[1].arguments", "must be an object"),
-        (json!([user("a"), { "type": "tool_call", "callId": "a", "name": "x", "arguments": "{}" }, result("a")]), "initialHistory[1].arguments", "must be an object"),
-        (json!([user("a"), { "type": "tool_call", "callId": "", "name": "x", "arguments": {} }]), "initialHistory[1].callId", "nonempty"),
-        (json!([user("a"), { "type": "tool_call", "callId": "a", "arguments": {} }]), "initialHistory[1].name", "nonempty"),
-        (json!([user("a"), { "type": "tool_result", "callId": "a" }]), "initialHistory[1].output", "missing"),
-        (json!([{ "type": "system", "text": "a" }]), "initialHistory[0].type", "must be"),
-        (json!([{ "text": "a" }]), "initialHistory[0].type", "must be"),
-        (json!([{ "type": "user", "text": 3 }]), "initialHistory[0].text", "must be a string"),
-        (json!([{ "type": "user", "text": "a", "image": "x" }]), "initialHistory[0].image", "no field"),
+        (
+            json!([{ "type": "assistant", "text": "hi" }]),
+            "initialHistory[0].type",
+            "starts with a user item",
+        ),
+        (
+            json!([user("a"), call("a")]),
+            "initialHistory[1]",
+            "has no result",
+        ),
+        (
+            json!([user("a"), call("a"), user("b"), result("a")]),
+            "initialHistory[1]",
+            "before the next user item",
+        ),
+        (
+            json!([user("a"), result("a")]),
+            "initialHistory[1].callId",
+            "follows its call",
+        ),
+        (
+            json!([user("a"), result("a"), call("a")]),
+            "initialHistory[1].callId",
+            "follows its call",
+        ),
+        (
+            json!([user("a"), call("a"), result("a"), result("a")]),
+            "initialHistory[3].callId",
+            "has a result already",
+        ),
+        (
+            json!([user("a"), call("a"), result("a"), call("a"), result("a")]),
+            "initialHistory[3].callId",
+            "already the id",
+        ),
+        (
+            json!([user("a"), { "type": "tool_call", "callId": "a", "name": "x", "arguments": [1] }, result("a")]),
+            "initialHistory[1].arguments",
+            "must be an object",
+        ),
+        (
+            json!([user("a"), { "type": "tool_call", "callId": "a", "name": "x", "arguments": "{}" }, result("a")]),
+            "initialHistory[1].arguments",
+            "must be an object",
+        ),
+        (
+            json!([user("a"), { "type": "tool_call", "callId": "", "name": "x", "arguments": {} }]),
+            "initialHistory[1].callId",
+            "nonempty",
+        ),
+        (
+            json!([user("a"), { "type": "tool_call", "callId": "a", "arguments": {} }]),
+            "initialHistory[1].name",
+            "nonempty",
+        ),
+        (
+            json!([user("a"), { "type": "tool_result", "callId": "a" }]),
+            "initialHistory[1].output",
+            "missing",
+        ),
+        (
+            json!([{ "type": "system", "text": "a" }]),
+            "initialHistory[0].type",
+            "must be",
+        ),
+        (
+            json!([{ "text": "a" }]),
+            "initialHistory[0].type",
+            "must be",
+        ),
+        (
+            json!([{ "type": "user", "text": 3 }]),
+            "initialHistory[0].text",
+            "must be a string",
+        ),
+        (
+            json!([{ "type": "user", "text": "a", "image": "x" }]),
+            "initialHistory[0].image",
+            "no field",
+        ),
         (json!(["hello"]), "initialHistory[0]", "must be an object"),
     ];
     for (transcript, path, rule) in cases {
@@ -111,9 +175,7 @@ fn each_text_arguments_and_output_is_bounded() {
 
     // `{"k":"…"}` is 8 bytes of JSON around the text.
     let arguments = |n: usize| json!({ "k": "a".repeat(n - 8) });
-    let with_arguments = |n: usize| {
-        json!([user("a"), { "type": "tool_call", "callId": "c", "name": "x", "arguments": arguments(n) }, result("c")])
-    };
+    let with_arguments = |n: usize| json!([user("a"), { "type": "tool_call", "callId": "c", "name": "x", "arguments": arguments(n) }, result("c")]);
     assert!(read(with_arguments(MOST_ITEM_BYTES)).is_ok());
     assert_eq!(
         refusal(with_arguments(MOST_ITEM_BYTES + 1)).0,
@@ -160,7 +222,11 @@ fn nesting_is_bounded_even_past_what_the_parser_reads() {
         serde_json::from_str(&with_arguments(nested(MOST_NESTING + 1).to_string())).unwrap();
     assert!(read_history(&items, &ids(3)).is_err());
     // Deeper than serde_json reads into values: still a clear error naming the field.
-    let deep = format!("{}{}", "{\"a\":".repeat(5000), "1".to_owned() + &"}".repeat(5000));
+    let deep = format!(
+        "{}{}",
+        "{\"a\":".repeat(5000),
+        "1".to_owned() + &"}".repeat(5000)
+    );
     let items: Vec<Box<RawValue>> = serde_json::from_str(&with_arguments(deep)).unwrap();
     match read_history(&items, &ids(3)) {
         Err(SessionError::Input { path, .. }) => assert_eq!(path, "initialHistory[1].arguments"),
@@ -177,7 +243,10 @@ fn the_transcript_reads_as_words() {
     .unwrap();
     let prompt = with_transcript(&messages, "And Borealis?");
     assert!(prompt.contains("User: Check Atlas.\nTool call lookup({\"name\":\"Atlas\"}) → {\"available\":false}\nAssistant: Taken."), "{prompt}");
-    assert!(prompt.ends_with("</imported-conversation>\n\nAnd Borealis?"), "{prompt}");
+    assert!(
+        prompt.ends_with("</imported-conversation>\n\nAnd Borealis?"),
+        "{prompt}"
+    );
     assert_eq!(with_transcript(&[], "hi"), "hi");
 }
 
@@ -186,7 +255,10 @@ fn the_mark_is_a_field_of_the_record() {
     let mut extra = Map::new();
     assert!(!is_pending(&extra));
     mark_pending(&mut extra, true);
-    assert_eq!(Value::Object(extra.clone()), json!({ "importPending": true }));
+    assert_eq!(
+        Value::Object(extra.clone()),
+        json!({ "importPending": true })
+    );
     assert!(is_pending(&extra));
     mark_pending(&mut extra, false);
     assert!(extra.is_empty());
