@@ -172,11 +172,18 @@ fn read_item(index: usize, raw: &RawValue) -> Result<(Item, usize)> {
     }
 }
 
-/// A `text`: a string of at most [`MOST_ITEM_BYTES`] bytes.
+/// A `text`: a string of well-formed text, of at most [`MOST_ITEM_BYTES`] bytes.
 fn text_of(index: usize, raw: Option<&str>) -> Result<String> {
     let text = raw
         .and_then(|raw| serde_json::from_str::<String>(raw).ok())
-        .ok_or_else(|| refused(index, Some("text"), "text must be a string"))?;
+        .ok_or_else(|| {
+            let rule = if raw.is_some_and(|raw| raw.starts_with('"')) {
+                "text must be well-formed text (it holds a lone surrogate)"
+            } else {
+                "text must be a string"
+            };
+            refused(index, Some("text"), rule)
+        })?;
     if text.len() > MOST_ITEM_BYTES {
         return Err(refused(
             index,
@@ -274,29 +281,29 @@ fn check_order(items: &[Item]) -> Result<()> {
                 calls.insert(call_id, (index, false));
                 unanswered.push(index);
             }
-            Item::Result { call_id, .. } => {
-                match calls.get_mut(call_id.as_str()) {
-                    Some((call, answered @ false)) => {
-                        *answered = true;
-                        let call = *call;
-                        unanswered.retain(|&c| c != call);
-                    }
-                    Some((call, true)) => {
-                        return Err(refused(
-                            index,
-                            Some("callId"),
-                            format!("the tool call {call_id:?} (item {call}) has a result already"),
-                        ))
-                    }
-                    None => return Err(refused(
+            Item::Result { call_id, .. } => match calls.get_mut(call_id.as_str()) {
+                Some((call, answered @ false)) => {
+                    *answered = true;
+                    let call = *call;
+                    unanswered.retain(|&c| c != call);
+                }
+                Some((call, true)) => {
+                    return Err(refused(
+                        index,
+                        Some("callId"),
+                        format!("the tool call {call_id:?} (item {call}) has a result already"),
+                    ))
+                }
+                None => {
+                    return Err(refused(
                         index,
                         Some("callId"),
                         format!(
                             "a tool result follows its call: no tool call {call_id:?} before it"
                         ),
-                    )),
+                    ))
                 }
-            }
+            },
         }
     }
     if let Some(&call) = unanswered.first() {

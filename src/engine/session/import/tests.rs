@@ -148,12 +148,30 @@ fn every_rule_is_refused_naming_the_item() {
             "no field",
         ),
         (json!(["hello"]), "initialHistory[0]", "must be an object"),
+        (
+            json!([user("a"), { "type": "assistant", "text": 1 }]),
+            "initialHistory[1].text",
+            "must be a string",
+        ),
     ];
     for (transcript, path, rule) in cases {
         let (at, message) = refusal(transcript.clone());
         assert_eq!(at, path, "{transcript}");
         assert!(message.starts_with(&format!("{path}: ")), "{message}");
         assert!(message.contains(rule), "{message} should say {rule:?}");
+    }
+}
+
+#[test]
+fn a_lone_surrogate_is_not_text() {
+    let items: Vec<Box<RawValue>> =
+        serde_json::from_str(r#"[{"type":"user","text":"a\ud800b"}]"#).unwrap();
+    match read_history(&items, &ids(1)) {
+        Err(SessionError::Input { path, message }) => {
+            assert_eq!(path, "initialHistory[0].text");
+            assert!(message.contains("lone surrogate"), "{message}");
+        }
+        other => panic!("{other:?}"),
     }
 }
 
