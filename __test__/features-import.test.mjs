@@ -152,6 +152,7 @@ describe('initialHistory (fake agent)', () => {
       [[{ text: 'a' }], 'initialHistory[0].type', /must be "user"/],
       [[{ type: 'user', text: 3 }], 'initialHistory[0].text', /must be a string/],
       [[{ type: 'user' }], 'initialHistory[0].text', /must be a string/],
+      [[user('a\ud800b')], 'initialHistory[0].text', /lone surrogate/],
       [[user('a'), { type: 'assistant', text: 'b', reasoning: 'x' }], 'initialHistory[1].reasoning', /no field "reasoning"/],
       [['hello'], 'initialHistory[0]', /must be an object/],
       [[user('a'), null], 'initialHistory[1]', /must be an object/],
