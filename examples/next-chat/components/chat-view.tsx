@@ -204,6 +204,8 @@ export function ChatView({
 
   const title = session?.metadata.title ?? (messages.length === 0 ? 'New conversation' : 'Conversation');
   const canSuspend = !streaming && (sessionStatus === 'idle' || sessionStatus === 'awaiting-input');
+  // A message is taken when idle, or suspended (it resumes the session).
+  const canSummarise = !streaming && (sessionStatus === 'idle' || sessionStatus === 'suspended');
   const tips = info.agent === 'scripted' ? SCRIPTED_TIPS : CLAUDE_TIPS;
 
   return (
@@ -221,7 +223,7 @@ export function ChatView({
             <button type="button" className="button button-ghost" onClick={runTests} disabled={busyAction !== undefined}>
               Run tests
             </button>
-            <button type="button" className="button button-ghost" onClick={summarise} disabled={!canSuspend || busyAction !== undefined}>
+            <button type="button" className="button button-ghost" onClick={summarise} disabled={!canSummarise || busyAction !== undefined}>
               Summarise as JSON
             </button>
             <button
