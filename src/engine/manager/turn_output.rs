@@ -470,6 +470,24 @@ mod tests {
     }
 
     #[test]
+    fn schemas_that_refer_to_themselves_neither_hang_nor_overflow() {
+        for schema in [
+            json!({ "$ref": "#" }),
+            json!({ "$defs": { "a": { "$ref": "#/$defs/a" } }, "$ref": "#/$defs/a" }),
+            json!({ "$defs": { "a": { "anyOf": [{ "$ref": "#/$defs/b" }] }, "b": { "$ref": "#/$defs/a" } }, "$ref": "#/$defs/a" }),
+            json!({ "$ref": "https://example.com/schema.json" }),
+        ] {
+            if let Ok(Some(spec)) = read(Some(json!({ "schema": schema }))) {
+                let _ = spec.judge(&reply("{\"title\": 1}"));
+            }
+        }
+        assert!(read(Some(
+            json!({ "schema": { "$ref": "https://example.com/s.json" } })
+        ))
+        .is_err());
+    }
+
+    #[test]
     fn verdicts_become_metadata_and_settlements() {
         let valid = OutputVerdict::Valid(json!(1));
         assert_eq!(valid.metadata(), Some(("output", json!(1))));
