@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::*;
+use crate::engine::session::answers;
 use crate::engine::agent::{
     HarnessSession, OpenRequest, TurnControl, TurnEnd, TurnFeed, TurnInput, TurnReport, TurnStart,
 };

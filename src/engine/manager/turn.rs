@@ -12,16 +12,16 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 
-use super::answers;
 use super::entry::{lock, CutTurn, Entry, Phase, Turn, TurnSlot};
 use super::exec::cancellable;
-use super::messages::{self, pending_input_of};
 use super::submissions::{self, SubmissionAsk};
 use super::turn_options::{starts_step, TurnOptions};
 use super::{timers, Inner, APPLICATION_STOPPED, SESSION_CLOSED, TURN_TOO_LONG};
 use crate::engine::agent::{TurnEnd, TurnInput, TurnReport, TurnStart};
 use crate::engine::error::{Result, SessionError};
+use crate::engine::session::answers;
 use crate::engine::session::lifecycle::{decide, Command, Decision, Event, Input};
+use crate::engine::session::messages::{self, pending_input_of};
 use crate::engine::session::{SessionStatus, SessionSummary, StoredMessage};
 use crate::engine::ui::{MessageAccumulator, UiChunk};
 
@@ -227,7 +227,13 @@ impl Inner {
                         .pending_input
                         .clone()
                         .unwrap_or_else(|| pending_input_of(&paused, true));
-                    let collected = answers::collect(&entry.id, &pending, &request)?;
+                    let collected = answers::collect(
+                        &entry.id,
+                        &pending,
+                        request.message.as_ref(),
+                        &request.approvals,
+                        &request.tool_results,
+                    )?;
                     let input = if lost {
                         TurnInput::Prompt(request.options.prompt(collected.words()))
                     } else {

@@ -1,6 +1,10 @@
-//! Sessions: what a session is ([`record`]) and how its status may change ([`lifecycle`]).
+//! Sessions: what a session is ([`record`]), how its status may change ([`lifecycle`]), its
+//! conversation's messages ([`messages`]) and the answers to a paused turn ([`answers`]): the pure
+//! rules the manager applies, without I/O.
 
+pub mod answers;
 pub mod lifecycle;
+pub mod messages;
 pub mod record;
 pub mod timestamp;
 
