@@ -10,11 +10,11 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::engine::session::answers;
 use crate::engine::agent::{
     HarnessSession, OpenRequest, TurnControl, TurnEnd, TurnFeed, TurnInput, TurnReport, TurnStart,
 };
 use crate::engine::lease::{Lease, SandboxRef};
+use crate::engine::session::answers;
 use crate::engine::store::memory::MemoryStore;
 use crate::engine::ui::UiChunk;
 

@@ -1261,7 +1261,7 @@ fn missing_block(chunk_type: &'static str, id: &str) -> AccumulateError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::ui::sse::to_json;
+    use crate::engine::ui::json::to_json;
     use serde_json::json;
 
     fn run(input: Option<Value>, chunks: &[Value]) -> MessageAccumulator {

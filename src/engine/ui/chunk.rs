@@ -1259,7 +1259,7 @@ impl TryFrom<Value> for UiChunk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::ui::sse::to_json;
+    use crate::engine::ui::json::to_json;
     use serde_json::json;
 
     fn round_trip(text: &str) -> String {
