@@ -1,5 +1,5 @@
 // Figure 3, list() with 10,000 sessions: `sessions.list()` of a manager over the memory store and
-// over the SQLite store (target p95 under 20 ms each), and `store.list()` of the same stores called
+// over the SQLite store (target p50 under 5 ms; p95 reported beside it), and `store.list()` of the same stores called
 // directly; against a plain-JavaScript memory store, a `Map` of records whose `list()` maps the
 // records to summaries and sorts them by `updatedAt`, as the TypeScript reference does (the
 // reference's own store was measured at ~68 ms; not measured here), and the same with a
@@ -103,7 +103,7 @@ export async function run({ quick, log }) {
     );
     const first = await managers.sqlite.list();
     const sorted = first.every((s, i) => i === 0 || first[i - 1].updatedAt >= s.updatedAt);
-    const target = { text: 'p95 < 20 ms', check: (_, ours) => ours.p95 < 20, needsRatio: false };
+    const target = { text: 'p50 < 5 ms', check: (_, ours) => ours.median < 5, needsRatio: false };
     const baselineLabel = 'JS Map store: map + sort by updatedAt';
     return {
       rows: [
