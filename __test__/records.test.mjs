@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { createMemorySessionStore, createSqliteSessionStore } from '../index.js';
@@ -228,6 +229,77 @@ describe('every store keeps the fields it is given', () => {
     assert.equal(session.turns, 4);
     const stored = await store.get('sq');
     assert.deepEqual([stored.owner, stored.archived, stored.score], [record.owner, false, 0.125]);
+    await sessions.shutdown();
+  });
+});
+
+describe('list() again, after writes', () => {
+  for (const [name, open] of [
+    ['the memory store', () => createMemorySessionStore()],
+    ['the SQLite store', () => createSqliteSessionStore({ path: join(tempDir(), 's.db') })],
+  ]) {
+    test(`${name}: each list() shows every write and delete since the last, in copies of its own`, async () => {
+      const store = open();
+      const saved = (id, at, title) => store.save({ id, status: 'closed', metadata: { title, tags: ['a'] }, createdAt: at, updatedAt: at, messages: [] });
+      await saved('a', 1_000, 'first');
+      await saved('b', 2_000, 'second');
+      const first = await store.list();
+      assert.deepEqual(first.map((s) => [s.id, s.metadata.title]), [['b', 'second'], ['a', 'first']]);
+      // What a caller does to a listed summary reaches neither the store nor the next list().
+      first[0].metadata.title = 'changed';
+      first[0].metadata.tags.push('b');
+      first[1].status = 'idle';
+      const second = await store.list();
+      assert.deepEqual(second.map((s) => [s.id, s.status, s.metadata.title, s.metadata.tags]), [['b', 'closed', 'second', ['a']], ['a', 'closed', 'first', ['a']]]);
+      assert.notEqual(second[0], first[0]);
+      // A rewrite, a new session and a delete since: all three show.
+      await saved('a', 3_000, 'rewritten');
+      await saved('c', 500, 'third');
+      await store.delete('b');
+      assert.deepEqual((await store.list()).map((s) => [s.id, s.metadata.title]), [['a', 'rewritten'], ['c', 'third']]);
+      // Two at once each see the whole list.
+      const [x, y] = await Promise.all([store.list(), store.list()]);
+      assert.deepEqual(x, y);
+      assert.equal(x.length, 2);
+      assert.notEqual(x[0], y[0]);
+      await store.close();
+    });
+  }
+
+  test('an answer naming a summary no longer kept is asked again whole', async () => {
+    const { Summaries } = createRequire(import.meta.url)('../js/summaries.js');
+    const summaries = new Summaries();
+    const asked = [];
+    const answers = [
+      '[2,[[2,{"id":"b","m":{"k":[1,{"x":null}]}}],[1,{"id":"a"}]]]',
+      // Stamps 1 and 2 kept; 9 was never given.
+      '[3,[2,9]]',
+      '[3,[[3,{"id":"c"}],[2,{"id":"b"}]]]',
+      '[3,[3,2]]',
+    ];
+    const fetch = (known) => {
+      asked.push(known);
+      return answers.shift();
+    };
+    const first = await summaries.list(fetch);
+    assert.deepEqual(first, [{ id: 'b', m: { k: [1, { x: null }] } }, { id: 'a' }]);
+    first[0].m.k[1].x = 'changed';
+    assert.deepEqual(await summaries.list(fetch), [{ id: 'c' }, { id: 'b' }]);
+    assert.deepEqual(await summaries.list(fetch), [{ id: 'c' }, { id: 'b' }]);
+    assert.deepEqual(asked, [0, 2, 0, 3]);
+  });
+
+  test('a manager: list() after each change shows it, in copies of its own', async () => {
+    const { sessions } = testManager();
+    await sessions.create({ id: 'one', metadata: { title: 'one' } });
+    await sessions.create({ id: 'two', metadata: { title: 'two' } });
+    const first = await sessions.list();
+    assert.deepEqual(first.map((s) => s.id).sort(), ['one', 'two']);
+    first[0].metadata.title = 'changed';
+    assert.deepEqual((await sessions.list()).map((s) => s.metadata.title).sort(), ['one', 'two']);
+    await sessions.update('one', { metadata: { title: 'one, renamed' } });
+    await sessions.delete('two');
+    assert.deepEqual((await sessions.list()).map((s) => [s.id, s.metadata.title]), [['one', 'one, renamed']]);
     await sessions.shutdown();
   });
 });

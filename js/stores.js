@@ -9,11 +9,24 @@ const { resolve } = require('node:path');
 const native = require('./native.js');
 const { fromNative, SessionInputError } = require('./errors.js');
 const { checkId, json: toJson, need, plain } = require('./input.js');
+const { Summaries } = require('./summaries.js');
 
 /** The native store behind a store object. */
 const NATIVE_STORE = Symbol.for('harness-sessions.native-store');
 
+/** The five store methods, each with the native method of the store that answers at once. */
+const AT_ONCE = { save: 'saveNow', get: 'getNow', listSince: 'listSinceNow', getResumeState: 'getResumeStateNow', delete: 'deleteNow' };
+
 function wrap(nativeStore) {
+  // A store that answers at once (in memory) does its work on this thread: no promise of the
+  // engine's threads, no thread hops; its answers are still promises, as `SessionStore` says.
+  const immediate = nativeStore.immediate === true;
+  const native = (method) => {
+    const name = immediate ? AT_ONCE[method] : method;
+    return (...args) => nativeStore[name](...args);
+  };
+  const methods = { save: native('save'), get: native('get'), listSince: native('listSince'), getResumeState: native('getResumeState'), delete: native('delete') };
+  const summaries = new Summaries();
   const call = async (f) => {
     try {
       return await f();
@@ -22,28 +35,27 @@ function wrap(nativeStore) {
     }
   };
   const parse = (text) => (text == null ? undefined : JSON.parse(text));
-  const checked = (f) => async (...args) => f(...args);
   return {
     [NATIVE_STORE]: nativeStore,
-    save: checked((record, resumeState) => {
+    save: async (record, resumeState) => {
       need(record !== null && typeof record === 'object', 'record', 'record must be a session record');
       const text = toJson(record, 'record');
       const state = resumeState === undefined ? null : toJson(resumeState, 'resumeState');
-      return call(() => nativeStore.save(text, state));
-    }),
-    get: checked(async (id) => {
+      return call(() => methods.save(text, state));
+    },
+    get: async (id) => {
       checkId(id);
-      return parse(await call(() => nativeStore.get(id)));
-    }),
-    list: checked(async () => parse(await call(() => nativeStore.list()))),
-    getResumeState: checked(async (id) => {
+      return parse(await call(() => methods.get(id)));
+    },
+    list: () => summaries.list((known) => call(() => methods.listSince(known))),
+    getResumeState: async (id) => {
       checkId(id);
-      return parse(await call(() => nativeStore.getResumeState(id)));
-    }),
-    delete: checked((id) => {
+      return parse(await call(() => methods.getResumeState(id)));
+    },
+    delete: async (id) => {
       checkId(id);
-      return call(() => nativeStore.delete(id));
-    }),
+      return call(() => methods.delete(id));
+    },
     /** Lets go of the store: a SQLite store closes its file, free for another store. */
     close: () => call(() => nativeStore.close()),
   };

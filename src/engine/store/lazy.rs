@@ -71,6 +71,10 @@ impl SessionStore for LazyStore {
         self.store().await?.list_json().await
     }
 
+    async fn list_since(&self, known: u64) -> Result<String> {
+        self.store().await?.list_since(known).await
+    }
+
     async fn get_resume_state(&self, id: &str) -> Result<Option<Value>> {
         self.store().await?.get_resume_state(id).await
     }

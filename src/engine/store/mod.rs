@@ -48,6 +48,22 @@ pub trait SessionStore: Send + Sync {
             .map_err(|e| SessionError::internal(format!("the list could not be written: {e}")))
     }
 
+    /// [`SessionStore::list_json`] for a caller that keeps the summaries it was given before:
+    /// `[stamp, rows]`, `rows` newest first, each row either a summary (one the caller must not
+    /// keep: it has no stamp), `[stamp, summary]` (a summary the caller has not seen, which it may
+    /// keep under that stamp), or a bare stamp, for a summary the caller was given under that stamp
+    /// by an earlier answer whose `stamp` was `known` or more. A stamp names one summary as it was
+    /// written, once, in this store; `stamp` is the latest given when the list was read (pass it
+    /// as `known` next time). With `known` 0 every row carries its summary. Default: every row a
+    /// summary, stamp 0.
+    ///
+    /// # Errors
+    /// When the read fails.
+    async fn list_since(&self, known: u64) -> Result<String> {
+        let _ = known;
+        Ok(format!("[0,{}]", self.list_json().await?))
+    }
+
     /// The state session `id` resumes from, kept while it is suspended.
     ///
     /// # Errors
