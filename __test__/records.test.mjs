@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { createMemorySessionStore, createSqliteSessionStore } from '../index.js';
-import { createFakeAgent, readTurn, testManager, testSandboxes, until, untilStatus } from './support/sessions.mjs';
+import { createFakeAgent, readTurn, streamAgent, testManager, testSandboxes, until, untilStatus } from './support/sessions.mjs';
 
 const ZERO = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
 const isIso = (text) => typeof text === 'string' && new Date(text).toISOString() === text;
@@ -351,4 +351,36 @@ describe('a SQLite file of harness-sessions 0.1', () => {
     assert.equal(session.createdAt, new Date(before.suspended.record.createdAt).toISOString());
     await sessions.shutdown();
   });
+});
+
+test('a turn of many deltas of interleaved parts is stored as its client read it', async () => {
+  const words = (n, tag) => Array.from({ length: n }, (_, i) => `${tag}${i} `);
+  const agent = streamAgent(async function* () {
+    yield { type: 'start-step' };
+    yield { type: 'reasoning-start', id: 'r' };
+    yield { type: 'text-start', id: 't' };
+    yield { type: 'text-start', id: 'u' };
+    for (const [i, word] of words(600, 'w').entries()) {
+      yield { type: 'text-delta', id: i % 3 === 0 ? 'u' : 't', delta: word };
+      if (i % 50 === 0) yield { type: 'reasoning-delta', id: 'r', delta: word };
+      // A delta with provider metadata, and deltas read in bursts (a batch may span them).
+      if (i === 300) yield { type: 'text-delta', id: 't', delta: '[meta]', providerMetadata: { p: { k: 1 } } };
+      if (i % 97 === 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+    yield { type: 'text-end', id: 'u' };
+    yield { type: 'text-end', id: 't' };
+    yield { type: 'reasoning-end', id: 'r' };
+    yield { type: 'finish-step' };
+    yield { type: 'finish', finishReason: 'stop' };
+  });
+  const { sessions } = testManager({ fakeAgent: agent });
+  await sessions.create({ id: 'deltas', metadata: {} });
+  const turn = await sessions.send('deltas', { message: { id: 'q', role: 'user', parts: [{ type: 'text', text: 'go' }] } });
+  const { message, chunks } = await readTurn(turn);
+  assert.ok(chunks.filter((c) => c.type === 'text-delta').length > 600);
+  const stored = (await sessions.get('deltas')).messages.at(-1);
+  // What was stored is what the client's reader built (as JSON: no undefined fields).
+  assert.deepEqual(stored.parts, JSON.parse(JSON.stringify(message.parts)));
+  assert.equal(stored.parts.find((p) => p.type === 'text' && p.providerMetadata !== undefined)?.providerMetadata.p.k, 1);
+  await sessions.shutdown();
 });
