@@ -45,7 +45,7 @@ impl NativeStore {
             Some(json) => Some(parse(&json, "resumeState")?),
             None => None,
         };
-        self.store.save(&record, resume_state.as_ref()).await
+        self.store.save_owned(record, resume_state).await
     }
 
     async fn getting(&self, id: String) -> Result<Option<String>, SessionError> {

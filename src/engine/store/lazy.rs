@@ -59,6 +59,10 @@ impl SessionStore for LazyStore {
         self.store().await?.save(record, resume_state).await
     }
 
+    async fn save_owned(&self, record: SessionRecord, resume_state: Option<Value>) -> Result<()> {
+        self.store().await?.save_owned(record, resume_state).await
+    }
+
     async fn get(&self, id: &str) -> Result<Option<SessionRecord>> {
         self.store().await?.get(id).await
     }

@@ -63,9 +63,12 @@ impl MemoryStore {
 #[async_trait]
 impl SessionStore for MemoryStore {
     async fn save(&self, record: &SessionRecord, resume_state: Option<&Value>) -> Result<()> {
+        self.save_owned(record.clone(), resume_state.cloned()).await
+    }
+
+    async fn save_owned(&self, record: SessionRecord, resume_state: Option<Value>) -> Result<()> {
         let summary_json = serde_json::to_string(&record.summary)
             .map_err(|e| SessionError::internal(format!("a summary could not be written: {e}")))?;
-        let (record, resume_state) = (record.clone(), resume_state.cloned());
         let mut entries = self.entries()?;
         entries.stamp += 1;
         let stamp = entries.stamp;

@@ -26,6 +26,15 @@ pub trait SessionStore: Send + Sync {
     /// When the write fails; nothing is half-written.
     async fn save(&self, record: &SessionRecord, resume_state: Option<&Value>) -> Result<()>;
 
+    /// [`SessionStore::save`] of a record the caller gives away: a store that keeps records as
+    /// they are (in memory) keeps it without copying it. Default: [`SessionStore::save`].
+    ///
+    /// # Errors
+    /// When the write fails; nothing is half-written.
+    async fn save_owned(&self, record: SessionRecord, resume_state: Option<Value>) -> Result<()> {
+        self.save(&record, resume_state.as_ref()).await
+    }
+
     /// The record of session `id`, with its conversation.
     ///
     /// # Errors
