@@ -24,6 +24,7 @@ use crate::engine::manager::{
     turn_options, ContinueRequest, ExecRequest, ManagerOptions, Seams, SendRequest, SessionManager,
     SubmissionAsk, DEFAULT_MAX_OUTPUT_BYTES,
 };
+use crate::engine::session::import;
 use crate::engine::store::SessionStore;
 
 /// The options `index.js` passes, as JSON, once the functions are taken out.
@@ -117,6 +118,14 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
         .map_err(|e| SessionError::internal(format!("a result could not be written as JSON: {e}")))
 }
 
+/// An imported transcript, each item kept as its JSON text until it is checked.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ImportArgs {
+    items: Vec<Box<serde_json::value::RawValue>>,
+    message_ids: Vec<String>,
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct SendArgs {
@@ -127,6 +136,7 @@ struct SendArgs {
     message_id: String,
     instruction_addendum: Option<Value>,
     limits: Option<Value>,
+    output: Option<Value>,
     #[serde(default)]
     submission: Option<SubmissionArgs>,
 }
@@ -158,6 +168,7 @@ struct ContinueArgs {
     tool_result_continuations: Option<Vec<Value>>,
     instruction_addendum: Option<Value>,
     limits: Option<Value>,
+    output: Option<Value>,
     #[serde(default)]
     submission: Option<SubmissionArgs>,
 }
@@ -234,12 +245,30 @@ impl NativeManager {
         })
     }
 
-    /// `create({ id, metadata })`: the session, as JSON.
+    /// `create({ id, metadata, initialHistory? })`: the session, as JSON. `history_json` is
+    /// `{ items, messageIds }`: the imported transcript, and an id for each message it may make.
     #[napi]
-    pub async fn create(&self, id: String, metadata_json: String) -> napi::Result<String> {
+    pub async fn create(
+        &self,
+        id: String,
+        metadata_json: String,
+        history_json: Option<String>,
+    ) -> napi::Result<String> {
         guard(async {
             let metadata = argument(&metadata_json, "metadata")?;
-            to_json(&self.manager.create(id, metadata).await?)
+            let history = match history_json {
+                Some(text) => {
+                    let args: ImportArgs = argument(&text, "initialHistory")?;
+                    import::read_history(&args.items, &args.message_ids)?
+                }
+                None => Vec::new(),
+            };
+            to_json(
+                &self
+                    .manager
+                    .create_with_history(id, metadata, history)
+                    .await?,
+            )
         })
         .await
     }
@@ -285,7 +314,7 @@ impl NativeManager {
                         prompt: args.prompt,
                         reply_id: args.reply_id,
                         message_id: args.message_id,
-                        options: turn_options::read(args.instruction_addendum, args.limits)?,
+                        options: turn_options::read(args.instruction_addendum, args.limits, args.output)?,
                         submission: args.submission.map(Into::into),
                     },
                 )
@@ -312,7 +341,7 @@ impl NativeManager {
                         message: args.message,
                         approvals: args.tool_approval_continuations.unwrap_or_default(),
                         tool_results: args.tool_result_continuations.unwrap_or_default(),
-                        options: turn_options::read(args.instruction_addendum, args.limits)?,
+                        options: turn_options::read(args.instruction_addendum, args.limits, args.output)?,
                         submission: args.submission.map(Into::into),
                     },
                 )
