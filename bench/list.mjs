@@ -63,8 +63,10 @@ export async function run({ quick, log }) {
     // The first list() of a manager waits for its start (the sessions a crash left live): not timed here.
     for (const sessions of Object.values(managers)) await sessions.list();
 
-    // Where the time goes: the native list() alone (summaries cloned, sorted and written as one
-    // JSON text, handed to JavaScript as a string), then JSON.parse of that text.
+    // What a whole list costs (a first list(), and every list() of the SQLite store): the native
+    // list() alone (summaries sorted and written as one JSON text, handed to JavaScript as a
+    // string), then JSON.parse of that text. A later list() of the memory store crosses only the
+    // summaries written since (js/summaries.js).
     const NATIVE_STORE = Symbol.for('harness-sessions.native-store');
     const nativeOf = (store) => store[NATIVE_STORE];
     const parseTimes = { memory: [], sqlite: [] };
@@ -116,7 +118,7 @@ export async function run({ quick, log }) {
       notes: [
         ...(samples.nativeMemory
           ? [
-              `Where the time of list() goes (medians): the native list() to its JSON text ${summarize(samples.nativeMemory).median.toFixed(1)} ms (memory) / ${summarize(samples.nativeSqlite).median.toFixed(1)} ms (SQLite), then JSON.parse of ${(jsonBytes / 2 ** 20).toFixed(1)} MiB ${summarize(parseTimes.memory).median.toFixed(1)} ms / ${summarize(parseTimes.sqlite).median.toFixed(1)} ms.`,
+              `A whole list (a first list(), or any of the SQLite store; medians): the native list() to its JSON text ${summarize(samples.nativeMemory).median.toFixed(1)} ms (memory) / ${summarize(samples.nativeSqlite).median.toFixed(1)} ms (SQLite), then JSON.parse of ${(jsonBytes / 2 ** 20).toFixed(1)} MiB ${summarize(parseTimes.memory).median.toFixed(1)} ms / ${summarize(parseTimes.sqlite).median.toFixed(1)} ms.`,
             ]
           : []),
         `Stores filled through store.save() (${count} sessions at rest: suspended, closed, interrupted, failed; two messages each). The reference's own memory store was measured at ~68 ms (not measured here).`,
