@@ -58,6 +58,11 @@ export declare class NativeManager {
   /** `list()`: the summaries as JSON. */
   list(): Promise<string>
   /**
+   * `list()` for a caller that keeps the summaries it was given (`js/summaries.js`): `[stamp,
+   * rows]`, the summaries stamped at most `known` left out (see `SessionStore::list_since`).
+   */
+  listSince(known: number): Promise<string>
+  /**
    * `send(id, ...)`: `{ turnId, message, prompt?, replyId, messageId }` as JSON; answers
    * `{ messageId, session }`.
    */
@@ -204,10 +209,32 @@ export declare class NativeStore {
   get(id: string): Promise<string | null>
   /** `list()`: the summaries as JSON. */
   list(): Promise<string>
+  /**
+   * `list()` for a caller that keeps the summaries it was given (`js/summaries.js`): `[stamp,
+   * rows]`, the summaries stamped at most `known` left out (see `SessionStore::list_since`).
+   */
+  listSince(known: number): Promise<string>
   /** `getResumeState(id)`: the state as JSON, or nothing. */
   getResumeState(id: string): Promise<string | null>
   /** `delete(id)`. */
   delete(id: string): Promise<void>
+  /**
+   * Whether the store answers at once (the memory store): `index.js` then calls the `*Now`
+   * methods, which do the work on the calling thread.
+   */
+  get immediate(): boolean
+  /** [`NativeStore::save`], done at once (an immediate store only). */
+  saveNow(recordJson: string, resumeStateJson?: string | undefined | null): void
+  /** [`NativeStore::get`], done at once (an immediate store only). */
+  getNow(id: string): string | null
+  /** [`NativeStore::list`], done at once (an immediate store only). */
+  listNow(): string
+  /** [`NativeStore::list_since`], done at once (an immediate store only). */
+  listSinceNow(known: number): string
+  /** [`NativeStore::get_resume_state`], done at once (an immediate store only). */
+  getResumeStateNow(id: string): string | null
+  /** [`NativeStore::delete`], done at once (an immediate store only). */
+  deleteNow(id: string): void
   /**
    * `close()`: lets go of the store (the SQLite store closes its file, and frees it for
    * another store); later calls fail.

@@ -5,10 +5,11 @@
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { createMemorySessionStore, createSqliteSessionStore } from '../index.js';
-import { createFakeAgent, readTurn, testManager, testSandboxes, until, untilStatus } from './support/sessions.mjs';
+import { createFakeAgent, readTurn, streamAgent, testManager, testSandboxes, until, untilStatus } from './support/sessions.mjs';
 
 const ZERO = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
 const isIso = (text) => typeof text === 'string' && new Date(text).toISOString() === text;
@@ -232,6 +233,77 @@ describe('every store keeps the fields it is given', () => {
   });
 });
 
+describe('list() again, after writes', () => {
+  for (const [name, open] of [
+    ['the memory store', () => createMemorySessionStore()],
+    ['the SQLite store', () => createSqliteSessionStore({ path: join(tempDir(), 's.db') })],
+  ]) {
+    test(`${name}: each list() shows every write and delete since the last, in copies of its own`, async () => {
+      const store = open();
+      const saved = (id, at, title) => store.save({ id, status: 'closed', metadata: { title, tags: ['a'] }, createdAt: at, updatedAt: at, messages: [] });
+      await saved('a', 1_000, 'first');
+      await saved('b', 2_000, 'second');
+      const first = await store.list();
+      assert.deepEqual(first.map((s) => [s.id, s.metadata.title]), [['b', 'second'], ['a', 'first']]);
+      // What a caller does to a listed summary reaches neither the store nor the next list().
+      first[0].metadata.title = 'changed';
+      first[0].metadata.tags.push('b');
+      first[1].status = 'idle';
+      const second = await store.list();
+      assert.deepEqual(second.map((s) => [s.id, s.status, s.metadata.title, s.metadata.tags]), [['b', 'closed', 'second', ['a']], ['a', 'closed', 'first', ['a']]]);
+      assert.notEqual(second[0], first[0]);
+      // A rewrite, a new session and a delete since: all three show.
+      await saved('a', 3_000, 'rewritten');
+      await saved('c', 500, 'third');
+      await store.delete('b');
+      assert.deepEqual((await store.list()).map((s) => [s.id, s.metadata.title]), [['a', 'rewritten'], ['c', 'third']]);
+      // Two at once each see the whole list.
+      const [x, y] = await Promise.all([store.list(), store.list()]);
+      assert.deepEqual(x, y);
+      assert.equal(x.length, 2);
+      assert.notEqual(x[0], y[0]);
+      await store.close();
+    });
+  }
+
+  test('an answer naming a summary no longer kept is asked again whole', async () => {
+    const { Summaries } = createRequire(import.meta.url)('../js/summaries.js');
+    const summaries = new Summaries();
+    const asked = [];
+    const answers = [
+      '[2,[[2,{"id":"b","m":{"k":[1,{"x":null}]}}],[1,{"id":"a"}]]]',
+      // Stamps 1 and 2 kept; 9 was never given.
+      '[3,[2,9]]',
+      '[3,[[3,{"id":"c"}],[2,{"id":"b"}]]]',
+      '[3,[3,2]]',
+    ];
+    const fetch = (known) => {
+      asked.push(known);
+      return answers.shift();
+    };
+    const first = await summaries.list(fetch);
+    assert.deepEqual(first, [{ id: 'b', m: { k: [1, { x: null }] } }, { id: 'a' }]);
+    first[0].m.k[1].x = 'changed';
+    assert.deepEqual(await summaries.list(fetch), [{ id: 'c' }, { id: 'b' }]);
+    assert.deepEqual(await summaries.list(fetch), [{ id: 'c' }, { id: 'b' }]);
+    assert.deepEqual(asked, [0, 2, 0, 3]);
+  });
+
+  test('a manager: list() after each change shows it, in copies of its own', async () => {
+    const { sessions } = testManager();
+    await sessions.create({ id: 'one', metadata: { title: 'one' } });
+    await sessions.create({ id: 'two', metadata: { title: 'two' } });
+    const first = await sessions.list();
+    assert.deepEqual(first.map((s) => s.id).sort(), ['one', 'two']);
+    first[0].metadata.title = 'changed';
+    assert.deepEqual((await sessions.list()).map((s) => s.metadata.title).sort(), ['one', 'two']);
+    await sessions.update('one', { metadata: { title: 'one, renamed' } });
+    await sessions.delete('two');
+    assert.deepEqual((await sessions.list()).map((s) => [s.id, s.metadata.title]), [['one', 'one, renamed']]);
+    await sessions.shutdown();
+  });
+});
+
 describe('a SQLite file of harness-sessions 0.1', () => {
   // `fixtures/stores/v2.db` was written by 0.1 (see write-v2.mjs); `v2.json` is what 0.1 read back.
   const before = JSON.parse(readFileSync(join(fixtures, 'v2.json'), 'utf8'));
@@ -279,4 +351,36 @@ describe('a SQLite file of harness-sessions 0.1', () => {
     assert.equal(session.createdAt, new Date(before.suspended.record.createdAt).toISOString());
     await sessions.shutdown();
   });
+});
+
+test('a turn of many deltas of interleaved parts is stored as its client read it', async () => {
+  const words = (n, tag) => Array.from({ length: n }, (_, i) => `${tag}${i} `);
+  const agent = streamAgent(async function* () {
+    yield { type: 'start-step' };
+    yield { type: 'reasoning-start', id: 'r' };
+    yield { type: 'text-start', id: 't' };
+    yield { type: 'text-start', id: 'u' };
+    for (const [i, word] of words(600, 'w').entries()) {
+      yield { type: 'text-delta', id: i % 3 === 0 ? 'u' : 't', delta: word };
+      if (i % 50 === 0) yield { type: 'reasoning-delta', id: 'r', delta: word };
+      // A delta with provider metadata, and deltas read in bursts (a batch may span them).
+      if (i === 300) yield { type: 'text-delta', id: 't', delta: '[meta]', providerMetadata: { p: { k: 1 } } };
+      if (i % 97 === 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+    yield { type: 'text-end', id: 'u' };
+    yield { type: 'text-end', id: 't' };
+    yield { type: 'reasoning-end', id: 'r' };
+    yield { type: 'finish-step' };
+    yield { type: 'finish', finishReason: 'stop' };
+  });
+  const { sessions } = testManager({ fakeAgent: agent });
+  await sessions.create({ id: 'deltas', metadata: {} });
+  const turn = await sessions.send('deltas', { message: { id: 'q', role: 'user', parts: [{ type: 'text', text: 'go' }] } });
+  const { message, chunks } = await readTurn(turn);
+  assert.ok(chunks.filter((c) => c.type === 'text-delta').length > 600);
+  const stored = (await sessions.get('deltas')).messages.at(-1);
+  // What was stored is what the client's reader built (as JSON: no undefined fields).
+  assert.deepEqual(stored.parts, JSON.parse(JSON.stringify(message.parts)));
+  assert.equal(stored.parts.find((p) => p.type === 'text' && p.providerMetadata !== undefined)?.providerMetadata.p.k, 1);
+  await sessions.shutdown();
 });

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { createSessionManager, createSqliteSessionStore, SessionInputError } from '../index.js';
+import { createMemorySessionStore, createSessionManager, createSqliteSessionStore, SessionInputError } from '../index.js';
 import { createFakeAgent, readTurn, testSandboxes, until } from './support/sessions.mjs';
 
 const isInputError = (error) => SessionInputError.isInstance(error);
@@ -145,6 +145,16 @@ describe('BUG: malformed options objects give raw errors, not SessionInputError'
       await expectInputError(() => store.getResumeState({}), 'store.getResumeState({})');
       await expectInputError(() => store.delete(null), 'store.delete(null)');
       await expectInputError(() => store.save(undefined), 'store.save(undefined)');
+      // The memory store answers on the calling thread: the same refusals, as rejections.
+      const memory = createMemorySessionStore();
+      await expectInputError(() => memory.get(5), 'memory store.get(5)');
+      await expectInputError(() => memory.getResumeState({}), 'memory store.getResumeState({})');
+      await expectInputError(() => memory.delete(null), 'memory store.delete(null)');
+      const refused = memory.save(undefined);
+      assert.ok(refused instanceof Promise, 'a refusal is a rejected promise, never a throw');
+      await expectInputError(() => refused, 'memory store.save(undefined)');
+      await expectInputError(() => memory.save({ id: 'x', status: 'no such status', metadata: {}, messages: [] }), 'memory store.save(a bad status)');
+      assert.deepEqual(await memory.list(), []);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

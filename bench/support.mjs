@@ -62,8 +62,13 @@ const RESUME_STATE = { type: 'resume-session', harnessId: 'bench', specification
  * either an array (enqueued at once into the turn's `ReadableStream`, behind the `start` chunk) or
  * a `ReadableStream` of its own. It keeps nothing of its sessions, so that memory figures see only
  * what the manager keeps.
+ *
+ * Given `createUIMessageStream` (of `ai`), an array is served as a `HarnessAgent` serves its
+ * turns: through `createUIMessageStream`, its `execute` writing each chunk to the writer, with the
+ * caller's `originalMessages`, `generateMessageId` and `onError` (`ai`'s stream machinery, not a
+ * bare `ReadableStream`).
  */
-export function chunkAgent(source) {
+export function chunkAgent(source, { createUIMessageStream } = {}) {
   const session = (sessionId) => ({
     sessionId,
     stop: async () => RESUME_STATE,
@@ -76,6 +81,17 @@ export function chunkAgent(source) {
       const start = { type: 'start', messageId: options.generateMessageId?.() };
       const served = source(prompt, { abortSignal, start });
       if (!Array.isArray(served)) return served;
+      if (createUIMessageStream !== undefined) {
+        return createUIMessageStream({
+          originalMessages: options.originalMessages,
+          generateId: options.generateMessageId,
+          onError: options.onError,
+          execute: ({ writer }) => {
+            writer.write(start);
+            for (const chunk of served) writer.write(chunk);
+          },
+        });
+      }
       return new ReadableStream({
         start(controller) {
           controller.enqueue(start);

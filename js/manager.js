@@ -16,6 +16,7 @@ const { Turns } = require('./turns.js');
 const { toUIMessageStreamResponse } = require('./sse.js');
 const { messageChunks, streamOf } = require('./replay.js');
 const { NATIVE_STORE } = require('./stores.js');
+const { Summaries } = require('./summaries.js');
 const { nativeSandboxesOf } = require('./strategies.js');
 const { getHarnessErrorMessage } = require('./harness-errors.js');
 const { hold, holding } = require('./keep-alive.js');
@@ -146,6 +147,8 @@ function createSessionManager(given) {
   );
 
   const parse = (text) => (text == null ? undefined : JSON.parse(text));
+  /** The summaries of the last list(), so that the next crosses only those written since. */
+  const summaries = new Summaries();
   const updates = new Queues();
   const call = async (f) => {
     try {
@@ -231,7 +234,7 @@ function createSessionManager(given) {
       return parse(await call(() => manager.get(id)));
     },
     async list() {
-      return parse(await call(() => manager.list()));
+      return summaries.list((known) => call(() => manager.listSince(known)));
     },
     async send(id, options) {
       const { message, prompt, abortSignal, submissionId } = plain(options, 'options', ['message', 'prompt', 'abortSignal', 'submissionId']);

@@ -9,43 +9,93 @@ const { resolve } = require('node:path');
 const native = require('./native.js');
 const { fromNative, SessionInputError } = require('./errors.js');
 const { checkId, json: toJson, need, plain } = require('./input.js');
+const { Summaries } = require('./summaries.js');
 
 /** The native store behind a store object. */
 const NATIVE_STORE = Symbol.for('harness-sessions.native-store');
 
-function wrap(nativeStore) {
-  const call = async (f) => {
-    try {
-      return await f();
-    } catch (error) {
-      throw fromNative(error);
+/** The store methods, each with the native method of the store that answers at once. */
+const AT_ONCE = { save: 'saveNow', get: 'getNow', listSince: 'listSinceNow', getResumeState: 'getResumeStateNow', delete: 'deleteNow' };
+
+/**
+ * The native methods of `nativeStore`, their errors turned into the package's: a store that
+ * answers at once (in memory) does its work on this thread (`*Now`: no promise of the engine's
+ * threads, no thread hops), the others on the engine's threads.
+ */
+function nativeMethods(nativeStore) {
+  const immediate = nativeStore.immediate === true;
+  const method = (name) => {
+    if (immediate) {
+      const now = AT_ONCE[name];
+      return (...args) => {
+        try {
+          return nativeStore[now](...args);
+        } catch (error) {
+          throw fromNative(error);
+        }
+      };
     }
+    return async (...args) => {
+      try {
+        return await nativeStore[name](...args);
+      } catch (error) {
+        throw fromNative(error);
+      }
+    };
   };
-  const parse = (text) => (text == null ? undefined : JSON.parse(text));
-  const checked = (f) => async (...args) => f(...args);
+  return Object.fromEntries(Object.keys(AT_ONCE).map((name) => [name, method(name)]));
+}
+
+/** What `f()` gives, as a promise; what it throws, as a rejected one. */
+function settle(f) {
+  try {
+    return Promise.resolve(f());
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/** JSON text as the store gave it, read: `undefined` for none. */
+const parse = (text) => (text == null ? undefined : JSON.parse(text));
+
+function wrap(nativeStore) {
+  const methods = nativeMethods(nativeStore);
+  const summaries = new Summaries();
   return {
     [NATIVE_STORE]: nativeStore,
-    save: checked((record, resumeState) => {
-      need(record !== null && typeof record === 'object', 'record', 'record must be a session record');
-      const text = toJson(record, 'record');
-      const state = resumeState === undefined ? null : toJson(resumeState, 'resumeState');
-      return call(() => nativeStore.save(text, state));
-    }),
-    get: checked(async (id) => {
-      checkId(id);
-      return parse(await call(() => nativeStore.get(id)));
-    }),
-    list: checked(async () => parse(await call(() => nativeStore.list()))),
-    getResumeState: checked(async (id) => {
-      checkId(id);
-      return parse(await call(() => nativeStore.getResumeState(id)));
-    }),
-    delete: checked((id) => {
-      checkId(id);
-      return call(() => nativeStore.delete(id));
-    }),
+    save: (record, resumeState) =>
+      settle(() => {
+        need(record !== null && typeof record === 'object', 'record', 'record must be a session record');
+        const text = toJson(record, 'record');
+        const state = resumeState === undefined ? null : toJson(resumeState, 'resumeState');
+        return methods.save(text, state);
+      }),
+    get: (id) =>
+      settle(() => {
+        checkId(id);
+        const text = methods.get(id);
+        return typeof text?.then === 'function' ? text.then(parse) : parse(text);
+      }),
+    list: () => summaries.list(methods.listSince),
+    getResumeState: (id) =>
+      settle(() => {
+        checkId(id);
+        const text = methods.getResumeState(id);
+        return typeof text?.then === 'function' ? text.then(parse) : parse(text);
+      }),
+    delete: (id) =>
+      settle(() => {
+        checkId(id);
+        return methods.delete(id);
+      }),
     /** Lets go of the store: a SQLite store closes its file, free for another store. */
-    close: () => call(() => nativeStore.close()),
+    close: async () => {
+      try {
+        return await nativeStore.close();
+      } catch (error) {
+        throw fromNative(error);
+      }
+    },
   };
 }
 

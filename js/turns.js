@@ -15,6 +15,13 @@ const { hold } = require('./keep-alive.js');
 /** The most chunks a batch holds before it is reported. */
 const BATCH = 512;
 
+/**
+ * The deltas reported joined: a run of them for one part (same id, no field but `type`, `id` and
+ * `delta`) is reported as one delta of their text, which the engine accumulates alike (one JSON
+ * object to write and read instead of thousands); the client still gets each chunk as it came.
+ */
+const MERGED = { 'text-delta': true, 'reasoning-delta': true };
+
 /** The chunks of a live turn kept for `reconnect()` before they are compacted: see `Replay`. */
 const DEFAULT_RECONNECT_BUFFER_CHUNKS = 20_000;
 
@@ -131,6 +138,7 @@ class Turns {
   #emit(turn, chunk) {
     if (!turn.gone) turn.controller.enqueue(chunk);
     turn.replay.push(chunk);
+    if (turn.followers.size === 0) return;
     for (const follower of turn.followers) {
       try {
         follower.enqueue(chunk);
@@ -207,12 +215,18 @@ class Turns {
     const native = this.#native();
     const { turnId } = turn;
     let batch = [];
+    let counted = 0;
+    // The delta the batch ends with, when it is one of ours (see `MERGED`): the next delta of the
+    // same part is joined into it.
+    let merged;
     let scheduled = false;
     const flush = () => {
       scheduled = false;
       if (batch.length === 0) return;
       const json = JSON.stringify(batch);
       batch = [];
+      counted = 0;
+      merged = undefined;
       native.feed(turnId, json);
     };
     let thrown;
@@ -230,8 +244,14 @@ class Turns {
           (dropStart && type === 'start') ||
           (holdApprovals && type === 'tool-approval-request');
         if (!held && !turn.closed) this.#emit(turn, value);
-        batch.push(value);
-        if (batch.length >= BATCH) flush();
+        if (MERGED[type] === true && typeof value.delta === 'string' && plainDelta(value)) {
+          if (merged !== undefined && merged.type === type && merged.id === value.id) merged.delta += value.delta;
+          else batch.push((merged = { type, id: value.id, delta: value.delta }));
+        } else {
+          merged = undefined;
+          batch.push(value);
+        }
+        if (++counted >= BATCH) flush();
         else if (!scheduled) {
           scheduled = true;
           setImmediate(flush);
@@ -371,6 +391,14 @@ function compact(chunks) {
     }
   }
   return out;
+}
+
+/** Whether delta `chunk` has no field but `type`, `id` and `delta`: one that can be joined. */
+function plainDelta(chunk) {
+  for (const key in chunk) {
+    if (key !== 'type' && key !== 'id' && key !== 'delta') return false;
+  }
+  return true;
 }
 
 /** The turn's `totalUsage`, when it settles soon after the stream: the agent may never settle it. */

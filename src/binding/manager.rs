@@ -291,6 +291,13 @@ impl NativeManager {
         guard(self.manager.list_json()).await
     }
 
+    /// `list()` for a caller that keeps the summaries it was given (`js/summaries.js`): `[stamp,
+    /// rows]`, the summaries stamped at most `known` left out (see `SessionStore::list_since`).
+    #[napi]
+    pub async fn list_since(&self, known: f64) -> napi::Result<String> {
+        guard(self.manager.list_since(super::store::stamp(known))).await
+    }
+
     /// `send(id, ...)`: `{ turnId, message, prompt?, replyId, messageId }` as JSON; answers
     /// `{ messageId, session }`.
     #[napi]

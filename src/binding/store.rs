@@ -2,13 +2,18 @@
 //!
 //! `index.js` wraps it in an object with the five methods of `SessionStore`, so that applications
 //! can call it; the manager, given one, uses the Rust store directly, with no crossing.
+//!
+//! Each method has two forms: the promise (the store's work on the engine's threads), and the
+//! `*Now` form for a store that answers at once (the memory store: [`NativeStore::immediate`]),
+//! which does the work on the calling thread, saving the two thread hops of a promise.
 
 use std::sync::Arc;
 
+use futures::FutureExt;
 use napi_derive::napi;
 use serde_json::Value;
 
-use super::error::guard;
+use super::error::{guard, guard_sync};
 use crate::engine::error::SessionError;
 use crate::engine::session::SessionRecord;
 use crate::engine::store::lazy::{LazyStore, OpenStore};
@@ -20,6 +25,8 @@ use crate::engine::store::SessionStore;
 #[napi]
 pub struct NativeStore {
     store: Arc<dyn SessionStore>,
+    /// Whether every call of the store completes without waiting (a store in memory).
+    immediate: bool,
 }
 
 impl NativeStore {
@@ -27,12 +34,67 @@ impl NativeStore {
     pub(crate) fn store(&self) -> Arc<dyn SessionStore> {
         self.store.clone()
     }
+
+    async fn saving(
+        &self,
+        record_json: String,
+        resume_state_json: Option<String>,
+    ) -> Result<(), SessionError> {
+        let record: SessionRecord = parse(&record_json, "record")?;
+        let resume_state: Option<Value> = match resume_state_json {
+            Some(json) => Some(parse(&json, "resumeState")?),
+            None => None,
+        };
+        self.store.save_owned(record, resume_state).await
+    }
+
+    async fn getting(&self, id: String) -> Result<Option<String>, SessionError> {
+        match self.store.get(&id).await? {
+            Some(record) => write(&record).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    async fn getting_resume_state(&self, id: String) -> Result<Option<String>, SessionError> {
+        match self.store.get_resume_state(&id).await? {
+            Some(state) => write(&state).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Runs `future` to its end on this thread, for a store that never waits: an internal error
+    /// (and nothing done) if it would wait, a store that is not [`NativeStore::immediate`].
+    fn at_once<T>(
+        &self,
+        future: impl std::future::Future<Output = Result<T, SessionError>>,
+    ) -> napi::Result<T> {
+        guard_sync(|| {
+            if !self.immediate {
+                return Err(SessionError::internal(
+                    "this store answers only through promises",
+                ));
+            }
+            future.now_or_never().unwrap_or_else(|| {
+                Err(SessionError::internal("the store could not answer at once"))
+            })
+        })
+    }
 }
 
 fn parse<T: serde::de::DeserializeOwned>(json: &str, name: &str) -> Result<T, SessionError> {
     serde_json::from_str(json).map_err(|e| {
         SessionError::input(name, format!("{name} is not a valid session record: {e}"))
     })
+}
+
+/// The stamp a caller says it has seen up to: 0 (none) unless a whole number a stamp can be.
+pub(crate) fn stamp(known: f64) -> u64 {
+    if known.is_finite() && known >= 1.0 && known.fract() == 0.0 && known <= 9_007_199_254_740_991.0
+    {
+        known as u64
+    } else {
+        0
+    }
 }
 
 fn write<T: serde::Serialize>(value: &T) -> Result<String, SessionError> {
@@ -47,6 +109,7 @@ impl NativeStore {
     pub fn memory() -> NativeStore {
         NativeStore {
             store: Arc::new(MemoryStore::new()),
+            immediate: true,
         }
     }
 
@@ -86,6 +149,7 @@ impl NativeStore {
             });
             Ok(NativeStore {
                 store: Arc::new(LazyStore::new(open)),
+                immediate: false,
             })
         })
     }
@@ -97,27 +161,13 @@ impl NativeStore {
         record_json: String,
         resume_state_json: Option<String>,
     ) -> napi::Result<()> {
-        guard(async {
-            let record: SessionRecord = parse(&record_json, "record")?;
-            let resume_state: Option<Value> = match resume_state_json {
-                Some(json) => Some(parse(&json, "resumeState")?),
-                None => None,
-            };
-            self.store.save(&record, resume_state.as_ref()).await
-        })
-        .await
+        guard(self.saving(record_json, resume_state_json)).await
     }
 
     /// `get(id)`: the record as JSON, or nothing.
     #[napi]
     pub async fn get(&self, id: String) -> napi::Result<Option<String>> {
-        guard(async {
-            match self.store.get(&id).await? {
-                Some(record) => write(&record).map(Some),
-                None => Ok(None),
-            }
-        })
-        .await
+        guard(self.getting(id)).await
     }
 
     /// `list()`: the summaries as JSON.
@@ -126,22 +176,70 @@ impl NativeStore {
         guard(self.store.list_json()).await
     }
 
+    /// `list()` for a caller that keeps the summaries it was given (`js/summaries.js`): `[stamp,
+    /// rows]`, the summaries stamped at most `known` left out (see `SessionStore::list_since`).
+    #[napi]
+    pub async fn list_since(&self, known: f64) -> napi::Result<String> {
+        guard(self.store.list_since(stamp(known))).await
+    }
+
     /// `getResumeState(id)`: the state as JSON, or nothing.
     #[napi]
     pub async fn get_resume_state(&self, id: String) -> napi::Result<Option<String>> {
-        guard(async {
-            match self.store.get_resume_state(&id).await? {
-                Some(state) => write(&state).map(Some),
-                None => Ok(None),
-            }
-        })
-        .await
+        guard(self.getting_resume_state(id)).await
     }
 
     /// `delete(id)`.
     #[napi]
     pub async fn delete(&self, id: String) -> napi::Result<()> {
         guard(self.store.delete(&id)).await
+    }
+
+    /// Whether the store answers at once (the memory store): `index.js` then calls the `*Now`
+    /// methods, which do the work on the calling thread.
+    #[napi(getter)]
+    pub fn immediate(&self) -> bool {
+        self.immediate
+    }
+
+    /// [`NativeStore::save`], done at once (an immediate store only).
+    #[napi]
+    pub fn save_now(
+        &self,
+        record_json: String,
+        resume_state_json: Option<String>,
+    ) -> napi::Result<()> {
+        self.at_once(self.saving(record_json, resume_state_json))
+    }
+
+    /// [`NativeStore::get`], done at once (an immediate store only).
+    #[napi]
+    pub fn get_now(&self, id: String) -> napi::Result<Option<String>> {
+        self.at_once(self.getting(id))
+    }
+
+    /// [`NativeStore::list`], done at once (an immediate store only).
+    #[napi]
+    pub fn list_now(&self) -> napi::Result<String> {
+        self.at_once(self.store.list_json())
+    }
+
+    /// [`NativeStore::list_since`], done at once (an immediate store only).
+    #[napi]
+    pub fn list_since_now(&self, known: f64) -> napi::Result<String> {
+        self.at_once(self.store.list_since(stamp(known)))
+    }
+
+    /// [`NativeStore::get_resume_state`], done at once (an immediate store only).
+    #[napi]
+    pub fn get_resume_state_now(&self, id: String) -> napi::Result<Option<String>> {
+        self.at_once(self.getting_resume_state(id))
+    }
+
+    /// [`NativeStore::delete`], done at once (an immediate store only).
+    #[napi]
+    pub fn delete_now(&self, id: String) -> napi::Result<()> {
+        self.at_once(self.store.delete(&id))
     }
 
     /// `close()`: lets go of the store (the SQLite store closes its file, and frees it for

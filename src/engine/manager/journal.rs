@@ -175,6 +175,18 @@ impl Journal {
             .map_err(|e| SessionError::internal(format!("the list could not be written: {e}")))
     }
 
+    /// [`Journal::list_json`] for a caller that keeps summaries: see
+    /// [`SessionStore::list_since`]. With writes pending, every row a summary (stamp 0).
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub(crate) async fn list_since(&self, known: u64) -> Result<String> {
+        if lock(&self.state).pending.is_empty() {
+            return self.store.list_since(known).await;
+        }
+        Ok(format!("[0,{}]", self.list_json().await?))
+    }
+
     /// Puts the pending writes' summaries in place of the store's; whether any was.
     fn overlay(&self, summaries: &mut Vec<SessionSummary>) -> bool {
         let state = lock(&self.state);

@@ -225,6 +225,18 @@ impl SessionManager {
         summaries
     }
 
+    /// [`SessionManager::list_json`] for a caller that keeps the summaries it was given: see
+    /// [`crate::engine::store::SessionStore::list_since`].
+    ///
+    /// # Errors
+    /// When the store fails.
+    pub async fn list_since(&self, known: u64) -> Result<String> {
+        self.inner.ready().await?;
+        let summaries = self.inner.journal.list_since(known).await;
+        self.inner.report_unreadable();
+        summaries
+    }
+
     /// Starts a turn in reply to a user message.
     ///
     /// # Errors

@@ -59,6 +59,10 @@ impl SessionStore for LazyStore {
         self.store().await?.save(record, resume_state).await
     }
 
+    async fn save_owned(&self, record: SessionRecord, resume_state: Option<Value>) -> Result<()> {
+        self.store().await?.save_owned(record, resume_state).await
+    }
+
     async fn get(&self, id: &str) -> Result<Option<SessionRecord>> {
         self.store().await?.get(id).await
     }
@@ -69,6 +73,10 @@ impl SessionStore for LazyStore {
 
     async fn list_json(&self) -> Result<String> {
         self.store().await?.list_json().await
+    }
+
+    async fn list_since(&self, known: u64) -> Result<String> {
+        self.store().await?.list_since(known).await
     }
 
     async fn get_resume_state(&self, id: &str) -> Result<Option<Value>> {

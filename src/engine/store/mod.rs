@@ -26,6 +26,15 @@ pub trait SessionStore: Send + Sync {
     /// When the write fails; nothing is half-written.
     async fn save(&self, record: &SessionRecord, resume_state: Option<&Value>) -> Result<()>;
 
+    /// [`SessionStore::save`] of a record the caller gives away: a store that keeps records as
+    /// they are (in memory) keeps it without copying it. Default: [`SessionStore::save`].
+    ///
+    /// # Errors
+    /// When the write fails; nothing is half-written.
+    async fn save_owned(&self, record: SessionRecord, resume_state: Option<Value>) -> Result<()> {
+        self.save(&record, resume_state.as_ref()).await
+    }
+
     /// The record of session `id`, with its conversation.
     ///
     /// # Errors
@@ -46,6 +55,22 @@ pub trait SessionStore: Send + Sync {
     async fn list_json(&self) -> Result<String> {
         serde_json::to_string(&self.list().await?)
             .map_err(|e| SessionError::internal(format!("the list could not be written: {e}")))
+    }
+
+    /// [`SessionStore::list_json`] for a caller that keeps the summaries it was given before:
+    /// `[stamp, rows]`, `rows` newest first, each row either a summary (one the caller must not
+    /// keep: it has no stamp), `[stamp, summary]` (a summary the caller has not seen, which it may
+    /// keep under that stamp), or a bare stamp, for a summary the caller was given under that stamp
+    /// by an earlier answer whose `stamp` was `known` or more. A stamp names one summary as it was
+    /// written, once, in this store; `stamp` is the latest given when the list was read (pass it
+    /// as `known` next time). With `known` 0 every row carries its summary. Default: every row a
+    /// summary, stamp 0.
+    ///
+    /// # Errors
+    /// When the read fails.
+    async fn list_since(&self, known: u64) -> Result<String> {
+        let _ = known;
+        Ok(format!("[0,{}]", self.list_json().await?))
     }
 
     /// The state session `id` resumes from, kept while it is suspended.

@@ -1,0 +1,69 @@
+'use strict';
+/**
+ * The summaries `list()` gave last, kept so that the next `list()` crosses and parses only the
+ * summaries written since: the engine answers `[stamp, rows]` (see `SessionStore::list_since` in
+ * src/engine/store/mod.rs), each row a summary, `[stamp, summary]` (one to keep), or a bare stamp
+ * (one kept from an earlier answer). The kept summaries are never handed out: every `list()` gives
+ * copies of its own, which callers may change freely.
+ */
+
+class Summaries {
+  /** The latest stamp of the last answer read whole: what the engine is told we have. */
+  #known = 0;
+  /** The kept summaries, by stamp: those of the last answer. */
+  #kept = new Map();
+
+  /**
+   * The list, newest first: `fetch(known)` asks the engine for it (resolving to its JSON text).
+   * @param {(known: number) => Promise<string> | string} fetch
+   * @returns {Promise<object[]>}
+   */
+  async list(fetch) {
+    const known = this.#known;
+    const summaries = this.#read(await fetch(known));
+    // A stamp no longer kept (another list() answered in between and dropped it): ask for all.
+    return summaries ?? this.#read(await fetch(0));
+  }
+
+  /** The summaries of answer `text`, or `undefined` when it names one no longer kept. */
+  #read(text) {
+    const [stamp, rows] = JSON.parse(text);
+    const kept = new Map();
+    const summaries = new Array(rows.length);
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i];
+      let summary;
+      if (typeof row === 'number') {
+        summary = this.#kept.get(row);
+        if (summary === undefined) return undefined;
+        kept.set(row, summary);
+      } else if (Array.isArray(row)) {
+        summary = row[1];
+        kept.set(row[0], summary);
+      } else {
+        summary = row;
+      }
+      summaries[i] = copyJson(summary);
+    }
+    this.#kept = kept;
+    this.#known = stamp;
+    return summaries;
+  }
+}
+
+/**
+ * A deep copy of `value`, a value `JSON.parse` made. Spread copies own properties as data
+ * properties, a key `__proto__` too (never the prototype).
+ */
+function copyJson(value) {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) return value.map(copyJson);
+  const copy = { ...value };
+  for (const key in copy) {
+    const field = copy[key];
+    if (typeof field === 'object' && field !== null) copy[key] = copyJson(field);
+  }
+  return copy;
+}
+
+module.exports = { Summaries, copyJson };
