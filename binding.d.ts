@@ -82,6 +82,13 @@ export declare class NativeManager {
   cancelWaiting(id: number): void
   /** `update(id, { metadata })`, the metadata as JSON. */
   update(id: string, metadataJson: string): Promise<string>
+  /**
+   * `update(id, { metadata: change })` with a function: under the session's command lock,
+   * `change` is called with the metadata as they stand (JSON) and answers the new ones (JSON),
+   * or `null` when the application's function threw (nothing changes then, and `index.js`
+   * throws what it threw).
+   */
+  updateWith(id: string, change: (metadataJson: string) => Promise<string | null>): Promise<string>
   /** `interrupt(id)`. */
   interrupt(id: string): Promise<void>
   /** Cuts turn `turn_id` short, if it is still under way: the caller's `abortSignal` fired. */

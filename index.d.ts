@@ -565,6 +565,13 @@ export interface SessionManager<METADATA = unknown> {
    * got it; `undefined` when no turn is under way (or the session is unknown).
    */
   reconnect(id: string): Promise<SessionTurn<METADATA> | undefined>;
+  /**
+   * Replaces the metadata of the session, whatever its status (not activity: `updatedAt` stays).
+   * With a function, it is called with the metadata as they stand, under the session's command
+   * lock: no other command on the session (another `update()`, with a function or not) comes
+   * between its read and its write; sessions apart do not wait for each other. What it throws
+   * is thrown, and nothing changes.
+   */
   update(
     id: string,
     changes: { metadata: ((metadata: METADATA) => METADATA) | METADATA },

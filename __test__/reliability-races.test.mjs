@@ -29,7 +29,7 @@ import {
   SessionCapacityError,
 } from '../index.js';
 import { createRandom, LONG, seedOf, answerName } from './support/hostile.mjs';
-import { createDeferred, createFakeAgent, sleep, testSandboxes, until } from './support/sessions.mjs';
+import { createDeferred, createFakeAgent, sleep, testManager, testSandboxes, until, untilStatus } from './support/sessions.mjs';
 
 const ERRORS = { SessionError, SessionInputError, SessionNotFoundError, SessionConflictError, SessionCapacityError };
 
@@ -451,4 +451,104 @@ test(`two to ten concurrent answers to one approval, ${LONG ? 10_000 : 1000} rou
   } finally {
     await sessions.shutdown();
   }
+});
+
+/** A memory store whose save() of a record `hold(record)` picks waits for `gate`. */
+function gatedStore(hold) {
+  const base = createMemorySessionStore();
+  const gate = createDeferred();
+  const entered = createDeferred();
+  return {
+    gate,
+    entered,
+    store: {
+      async save(record, resumeState) {
+        if (hold(record)) {
+          entered.resolve();
+          await gate.promise;
+        }
+        return base.save(record, resumeState);
+      },
+      get: (id) => base.get(id),
+      list: () => base.list(),
+      getResumeState: (id) => base.getResumeState(id),
+      delete: (id) => base.delete(id),
+    },
+  };
+}
+
+test('update() with a function, then a plain update() of the same session: the plain one waits for the function\'s write', async () => {
+  const { sessions, events } = testManager();
+  await sessions.create({ id: 'u', metadata: { n: 0 } });
+  await untilStatus(sessions, 'u', 'idle');
+  let plain;
+  const changed = sessions.update('u', {
+    metadata: (metadata) => {
+      // Asked between the function's read and its write: it must come after the write.
+      plain = sessions.update('u', { metadata: { n: 100 } });
+      return { n: metadata.n + 1 };
+    },
+  });
+  assert.deepEqual((await changed).metadata, { n: 1 });
+  assert.deepEqual((await plain).metadata, { n: 100 });
+  assert.deepEqual((await sessions.get('u')).metadata, { n: 100 }, 'the plain update, asked after the read, is not overwritten by the function');
+  const updates = events.filter((e) => e.type === 'updated' && e.session.id === 'u').map((e) => e.session.metadata);
+  assert.deepEqual(updates.slice(-2), [{ n: 1 }, { n: 100 }]);
+  await sessions.shutdown();
+});
+
+test('a plain update() of a session, then update() with a function: the function reads what the plain one wrote', async () => {
+  const gated = gatedStore((record) => record.id === 'u' && record.metadata?.n === 100);
+  const { sessions } = testManager({ store: gated.store });
+  await sessions.create({ id: 'u', metadata: { n: 0 } });
+  await untilStatus(sessions, 'u', 'idle');
+  const plain = sessions.update('u', { metadata: { n: 100 } });
+  await gated.entered.promise;
+  let seen;
+  const changed = sessions.update('u', {
+    metadata: (metadata) => {
+      seen = metadata;
+      return { n: metadata.n + 1 };
+    },
+  });
+  // A round trip through the engine while the plain update is being written: the function is
+  // not called before that write ends.
+  await sessions.list();
+  assert.equal(seen, undefined, 'the function ran while the plain update held the session');
+  gated.gate.resolve();
+  assert.deepEqual((await plain).metadata, { n: 100 });
+  assert.deepEqual((await changed).metadata, { n: 101 });
+  assert.deepEqual(seen, { n: 100 });
+  assert.deepEqual((await sessions.get('u')).metadata, { n: 101 });
+  await sessions.shutdown();
+});
+
+test('updates of different sessions are not serialised: one held in its write does not hold up another session\'s', async () => {
+  const gated = gatedStore((record) => record.id === 'a' && record.metadata?.held === true);
+  const { sessions } = testManager({ store: gated.store });
+  for (const id of ['a', 'b']) {
+    await sessions.create({ id, metadata: { n: 0 } });
+    await untilStatus(sessions, id, 'idle');
+  }
+  const held = sessions.update('a', { metadata: () => ({ held: true }) });
+  await gated.entered.promise;
+  assert.deepEqual((await sessions.update('b', { metadata: (m) => ({ n: m.n + 1 }) })).metadata, { n: 1 });
+  assert.deepEqual((await sessions.update('b', { metadata: { n: 7 } })).metadata, { n: 7 });
+  gated.gate.resolve();
+  assert.deepEqual((await held).metadata, { held: true });
+  await sessions.shutdown();
+});
+
+test('update() with a function that throws rejects with what it threw and changes nothing', async () => {
+  const { sessions } = testManager();
+  await sessions.create({ id: 'u', metadata: { n: 0 } });
+  await untilStatus(sessions, 'u', 'idle');
+  const thrown = new Error('no change');
+  await assert.rejects(sessions.update('u', { metadata: () => { throw thrown; } }), (error) => error === thrown);
+  await assert.rejects(sessions.update('u', { metadata: () => ({ f: () => 1, big: 1n }) }), SessionInputError);
+  assert.deepEqual((await sessions.get('u')).metadata, { n: 0 });
+  await assert.rejects(sessions.update('nope', { metadata: (m) => m }), SessionNotFoundError);
+  // The session is not left held: a plain update goes through.
+  assert.deepEqual((await sessions.update('u', { metadata: { n: 2 } })).metadata, { n: 2 });
+  await sessions.shutdown();
 });

@@ -9,7 +9,7 @@
 
 const { randomUUID, createHash } = require('node:crypto');
 const native = require('./native.js');
-const { SessionNotFoundError, SessionOutputError, translating, fromNative } = require('./errors.js');
+const { SessionOutputError, translating, fromNative } = require('./errors.js');
 const { need, plain, checkId, checkDuration, json } = require('./input.js');
 const { createHost } = require('./host.js');
 const { Turns } = require('./turns.js');
@@ -149,7 +149,6 @@ function createSessionManager(given) {
   const parse = (text) => (text == null ? undefined : JSON.parse(text));
   /** The summaries of the last list(), so that the next crosses only those written since. */
   const summaries = new Summaries();
-  const updates = new Queues();
   const call = async (f) => {
     try {
       return await holding(f());
@@ -317,13 +316,23 @@ function createSessionManager(given) {
       if (typeof change !== 'function') {
         return parse(await call(() => manager.update(id, json(change, 'metadata'))));
       }
-      // A function of the metadata as they stand: updates of one session run one after the other,
-      // so that none is lost between the read and the write.
-      return updates.run(id, async () => {
-        const current = await api.get(id);
-        if (current === undefined) throw new SessionNotFoundError(id);
-        return parse(await call(() => manager.update(id, json(change(current.metadata), 'metadata'))));
-      });
+      // A function of the metadata as they stand: the engine calls it under the session's command
+      // lock, so that no other command (another update, plain or not) comes between the read and
+      // the write. What it throws is thrown here, and nothing changes.
+      let thrown;
+      const changed = async (metadataJson) => {
+        try {
+          return json(change(JSON.parse(metadataJson)), 'metadata');
+        } catch (error) {
+          thrown = { error };
+          return null;
+        }
+      };
+      try {
+        return parse(await call(() => manager.updateWith(id, changed)));
+      } catch (error) {
+        throw thrown === undefined ? error : thrown.error;
+      }
     },
     async interrupt(id) {
       checkId(id);
@@ -412,25 +421,6 @@ class Preparing {
       held();
       this.#holds.delete(id);
     }
-  }
-}
-
-/** One queue of tasks per key: a task runs once the ones before it under its key settle. */
-class Queues {
-  #tails = new Map();
-
-  run(key, task) {
-    const before = this.#tails.get(key) ?? Promise.resolve();
-    const result = before.then(task, task);
-    const tail = result.then(
-      () => {},
-      () => {},
-    );
-    this.#tails.set(key, tail);
-    tail.then(() => {
-      if (this.#tails.get(key) === tail) this.#tails.delete(key);
-    });
-    return result;
   }
 }
 

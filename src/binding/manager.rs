@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use napi::bindgen_prelude::{FnArgs, Function, Promise};
+use napi::threadsafe_function::ThreadsafeFunction;
+use napi::Status;
 use napi_derive::napi;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -26,6 +28,13 @@ use crate::engine::manager::{
 };
 use crate::engine::session::import;
 use crate::engine::store::SessionStore;
+
+/// The function of `update()` given by the application, wrapped by `index.js`: metadata JSON in,
+/// new metadata JSON out (`null` when the application's function threw).
+type MetadataChange = ThreadsafeFunction<String, Promise<Option<String>>, String, Status, false>;
+
+/// The error of an `update()` whose function threw; `index.js` throws what it threw instead.
+const CHANGE_THREW: &str = "update()'s function of the metadata threw";
 
 /// The options `index.js` passes, as JSON, once the functions are taken out.
 #[derive(Deserialize)]
@@ -399,6 +408,34 @@ impl NativeManager {
         guard(async {
             let metadata = argument(&metadata_json, "metadata")?;
             to_json(&self.manager.update(&id, metadata).await?)
+        })
+        .await
+    }
+
+    /// `update(id, { metadata: change })` with a function: under the session's command lock,
+    /// `change` is called with the metadata as they stand (JSON) and answers the new ones (JSON),
+    /// or `null` when the application's function threw (nothing changes then, and `index.js`
+    /// throws what it threw).
+    #[napi(ts_args_type = "id: string, change: (metadataJson: string) => Promise<string | null>")]
+    pub async fn update_with(&self, id: String, change: MetadataChange) -> napi::Result<String> {
+        guard(async {
+            let summary = self
+                .manager
+                .update_with(&id, async |metadata| {
+                    let promise = change
+                        .call_async(to_json(&metadata)?)
+                        .await
+                        .map_err(|e| SessionError::host(e.reason.clone()))?;
+                    match promise
+                        .await
+                        .map_err(|e| SessionError::host(e.reason.clone()))?
+                    {
+                        Some(text) => argument(&text, "metadata"),
+                        None => Err(SessionError::host(CHANGE_THREW)),
+                    }
+                })
+                .await?;
+            to_json(&summary)
         })
         .await
     }

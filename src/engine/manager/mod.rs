@@ -176,15 +176,14 @@ impl SessionManager {
         metadata: Value,
         history: Vec<StoredMessage>,
     ) -> Result<SessionSummary> {
-        self.inner.ready().await?;
-        if id.is_empty() {
-            return Err(SessionError::input("id", "id must be a non-empty string"));
-        }
-        messages::check_depth(&metadata, "metadata")?;
-        let entry = self.inner.entry(&id);
-        let result = self.inner.create(&entry, metadata, history).await;
-        self.inner.release(&entry);
-        result
+        self.on_session(&id, async |inner, entry| {
+            if id.is_empty() {
+                return Err(SessionError::input("id", "id must be a non-empty string"));
+            }
+            messages::check_depth(&metadata, "metadata")?;
+            inner.create(entry, metadata, history).await
+        })
+        .await
     }
 
     /// The session with its conversation; a live one as it stands right now.
@@ -267,15 +266,27 @@ impl SessionManager {
         ask: turn::TurnAsk,
     ) -> Result<TurnStarted> {
         let mut cancel = self.inner.waiting.enter(turn_id);
-        let result = async {
-            self.inner.ready().await?;
-            let entry = self.inner.entry(id);
-            let result = self.inner.command_turn(&entry, ask, &mut cancel).await;
-            self.inner.release(&entry);
-            result
-        }
-        .await;
+        let result = self
+            .on_session(id, async |inner, entry| {
+                inner.command_turn(entry, ask, &mut cancel).await
+            })
+            .await;
         self.inner.waiting.leave(turn_id);
+        result
+    }
+
+    /// The frame of every command on one session: the manager ready (recovered, not shut down),
+    /// the session's entry held while `command` runs, and let go of after it (forgotten unless
+    /// live or held by another command).
+    async fn on_session<T>(
+        &self,
+        id: &str,
+        command: impl AsyncFnOnce(&Arc<Inner>, &Arc<Entry>) -> Result<T>,
+    ) -> Result<T> {
+        self.inner.ready().await?;
+        let entry = self.inner.entry(id);
+        let result = command(&self.inner, &entry).await;
+        self.inner.release(&entry);
         result
     }
 
@@ -284,12 +295,28 @@ impl SessionManager {
     /// # Errors
     /// [`SessionError::NotFound`], [`SessionError::Input`].
     pub async fn update(&self, id: &str, metadata: Value) -> Result<SessionSummary> {
-        self.inner.ready().await?;
-        messages::check_depth(&metadata, "metadata")?;
-        let entry = self.inner.entry(id);
-        let result = self.inner.update(&entry, metadata).await;
-        self.inner.release(&entry);
-        result
+        self.on_session(id, async |inner, entry| {
+            messages::check_depth(&metadata, "metadata")?;
+            inner.update(entry, async |_| Ok(metadata)).await
+        })
+        .await
+    }
+
+    /// Changes the metadata of a session, whatever its status, with `change`: given the metadata
+    /// as they stand, it answers the new ones. It runs under the session's command lock, so no
+    /// other command (another update, plain or not, included) comes between the read and the
+    /// write; updates of other sessions are not held up.
+    ///
+    /// # Errors
+    /// [`SessionError::NotFound`], [`SessionError::Input`] for new metadata that are not JSON
+    /// enough, and what `change` fails with (then nothing changes).
+    pub async fn update_with(
+        &self,
+        id: &str,
+        change: impl AsyncFnOnce(Value) -> Result<Value>,
+    ) -> Result<SessionSummary> {
+        self.on_session(id, async |inner, entry| inner.update(entry, change).await)
+            .await
     }
 
     /// Cuts the turn under way short, and returns once the session is written.
@@ -297,11 +324,10 @@ impl SessionManager {
     /// # Errors
     /// [`SessionError::NotFound`].
     pub async fn interrupt(&self, id: &str) -> Result<()> {
-        self.inner.ready().await?;
-        let entry = self.inner.entry(id);
-        let result = self.inner.cut_turn(&entry, TURN_INTERRUPTED).await;
-        self.inner.release(&entry);
-        result
+        self.on_session(id, async |inner, entry| {
+            inner.cut_turn(entry, TURN_INTERRUPTED).await
+        })
+        .await
     }
 
     /// Suspends a session idle or awaiting input.
@@ -309,11 +335,8 @@ impl SessionManager {
     /// # Errors
     /// [`SessionError::NotFound`], [`SessionError::Conflict`] in another status.
     pub async fn suspend(&self, id: &str) -> Result<SessionSummary> {
-        self.inner.ready().await?;
-        let entry = self.inner.entry(id);
-        let result = self.inner.suspend_command(&entry).await;
-        self.inner.release(&entry);
-        result
+        self.on_session(id, async |inner, entry| inner.suspend_command(entry).await)
+            .await
     }
 
     /// Ends a session for good.
@@ -321,11 +344,8 @@ impl SessionManager {
     /// # Errors
     /// [`SessionError::NotFound`], [`SessionError::Conflict`] once closed or interrupted.
     pub async fn close(&self, id: &str) -> Result<SessionSummary> {
-        self.inner.ready().await?;
-        let entry = self.inner.entry(id);
-        let result = self.inner.close_command(&entry).await;
-        self.inner.release(&entry);
-        result
+        self.on_session(id, async |inner, entry| inner.close_command(entry).await)
+            .await
     }
 
     /// Closes a session if it can be, then forgets it.
@@ -333,11 +353,8 @@ impl SessionManager {
     /// # Errors
     /// [`SessionError::NotFound`].
     pub async fn delete(&self, id: &str) -> Result<()> {
-        self.inner.ready().await?;
-        let entry = self.inner.entry(id);
-        let result = self.inner.delete(&entry).await;
-        self.inner.release(&entry);
-        result
+        self.on_session(id, async |inner, entry| inner.delete(entry).await)
+            .await
     }
 
     /// Suspends every live session, cutting turns short, then shuts the sandboxes down; the
@@ -597,10 +614,18 @@ impl Inner {
         }
     }
 
-    /// `update()`.
-    async fn update(self: &Arc<Self>, entry: &Entry, metadata: Value) -> Result<SessionSummary> {
+    /// `update()`: the metadata `change` makes of the current ones, read and written under the
+    /// session's command lock.
+    async fn update(
+        self: &Arc<Self>,
+        entry: &Entry,
+        change: impl AsyncFnOnce(Value) -> Result<Value>,
+    ) -> Result<SessionSummary> {
         let _command = entry.commands.lock().await;
         self.load(entry).await?;
+        let current = entry.state().record_ref()?.summary.metadata.clone();
+        let metadata = change(current).await?;
+        messages::check_depth(&metadata, "metadata")?;
         {
             let mut state = entry.state();
             let record = state.record_mut()?;

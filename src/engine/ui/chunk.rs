@@ -2,8 +2,8 @@
 //! travel on the wire.
 //!
 //! [`UiChunk`] has one variant per chunk type (listed once, in `ui_chunks!`), `data-<name>` chunks
-//! included, and
-//! [`UiChunk::Unknown`] for a type this model does not know: it is carried through untouched.
+//! included, and [`UiChunk::Unknown`] for a type this model does not know: it is carried through
+//! untouched.
 //!
 //! Invariants:
 //! - Field names are the wire names (`toolCallId`, `providerMetadata`, ...).
