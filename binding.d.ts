@@ -47,7 +47,7 @@ export declare class NativeManager {
    * of the engine's own stores, used directly; so is `sandboxes`, one of the engine's own
    * strategies (`sharedSandbox()`, `sandboxPerSession()`).
    */
-  constructor(host: (arg0: string, arg1: string) => Promise<string>, optionsJson: string, store?: NativeStore | undefined | null, sandboxes?: NativeSessionSandboxes | undefined | null)
+  constructor(host: (arg: string) => Promise<string>, optionsJson: string, store?: NativeStore | undefined | null, sandboxes?: NativeSessionSandboxes | undefined | null)
   /** `create({ id, metadata })`: the session, as JSON. */
   create(id: string, metadataJson: string): Promise<string>
   /** `get(id)`: the record as JSON, or nothing. */
@@ -258,13 +258,13 @@ export declare function createLocalSandboxProvider(options: LocalSandboxInit): N
  * `sandboxPerSession({ maxSessions })`: its sandboxes made by `provider` natively when it is
  * given, else by the application's `create` and `resume` reached through `host`.
  */
-export declare function createSandboxPerSession(host: (arg0: string, arg1: string) => Promise<string>, optionsJson: string, provider?: NativeSandboxProvider | undefined | null): NativeSessionSandboxes
+export declare function createSandboxPerSession(host: (arg: string) => Promise<string>, optionsJson: string, provider?: NativeSandboxProvider | undefined | null): NativeSessionSandboxes
 
 /**
  * `sharedSandbox({ ports, stopWhenUnused })`, its `open` reached through `host`. Empty or
  * repeated ports are refused at once (`js/strategies.js` throws them as a `TypeError`).
  */
-export declare function createSharedSandbox(host: (arg0: string, arg1: string) => Promise<string>, optionsJson: string): NativeSessionSandboxes
+export declare function createSharedSandbox(host: (arg: string) => Promise<string>, optionsJson: string): NativeSessionSandboxes
 
 /** The options of `dockerSandbox()`, as JavaScript gives them. */
 export interface DockerSandboxInit {

@@ -3,10 +3,11 @@
  * The host: the one function through which the engine reaches what the application supplied
  * (its agent, sandboxes, store and hooks) and the streams of the turns.
  *
- * Each call is an operation name and a JSON payload; the answer is always a promise of
- * `{ ok: true, value }` or `{ ok: false, error: { message, origin } }`, never a rejection: the
- * original JavaScript error stays here (`keeper`) and crosses as a number, so that `onError` and
- * a rejected `send()` see the very error the application threw.
+ * Each call is one JSON text, `{ op, ...arguments }` (the protocol of `src/binding/protocol.rs`,
+ * whose `HostOp` lists every operation); `dispatcher()` hands it to the function of that name.
+ * The answer is always a promise of `{ ok: true, value }` or `{ ok: false, error: { message,
+ * origin } }`, never a rejection: the original JavaScript error stays here (`keeper`) and crosses
+ * as a number, so that `onError` and a rejected `send()` see the very error the application threw.
  */
 
 const { keeper, fromNative } = require('./errors.js');
@@ -119,7 +120,7 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessag
     'client.finish'({ turnId, session }) {
       turns.finish(turnId, session);
     },
-    event(event) {
+    event({ event }) {
       emit(event);
     },
     error({ error, action, sessionId }) {
@@ -185,12 +186,26 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessag
     },
   };
 
+  const host = dispatcher(ops, 'the host');
+  host.handles = () => ({ agents: agents.size, sessions: sessions.size, leases: leases.size });
+  return host;
+}
 
-  function host(op, payload) {
+/**
+ * The host function over `ops`, the functions of the operations by name: `host(call)` runs the
+ * operation `call` (JSON text, `{ op, ...arguments }`) names, with the call as its argument.
+ *
+ * @param {Record<string, (call: any) => any>} ops
+ * @param {string} what whose operations they are, for the error of an unknown one
+ * @returns {(call: string) => Promise<string>}
+ */
+function dispatcher(ops, what) {
+  return function host(text) {
     try {
-      const run = ops[op];
-      if (run === undefined) throw new Error(`the host has no operation ${op}`);
-      const result = run(JSON.parse(payload));
+      const call = JSON.parse(text);
+      const run = Object.hasOwn(ops, call.op) ? ops[call.op] : undefined;
+      if (run === undefined) throw new Error(`${what} has no operation ${call.op}`);
+      const result = run(call);
       if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
         return result.then(ok, failed);
       }
@@ -198,10 +213,7 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessag
     } catch (error) {
       return Promise.resolve(failed(error));
     }
-  }
-
-  host.handles = () => ({ agents: agents.size, sessions: sessions.size, leases: leases.size });
-  return host;
+  };
 }
 
-module.exports = { createHost };
+module.exports = { createHost, dispatcher };

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use napi::bindgen_prelude::{FnArgs, Function, Promise};
+use napi::bindgen_prelude::{Function, Promise};
 use napi_derive::napi;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -192,7 +192,7 @@ impl NativeManager {
     /// strategies (`sharedSandbox()`, `sandboxPerSession()`).
     #[napi(constructor)]
     pub fn new(
-        host: Function<FnArgs<(String, String)>, Promise<String>>,
+        host: Function<'_, String, Promise<String>>,
         options_json: String,
         store: Option<&NativeStore>,
         sandboxes: Option<&NativeSessionSandboxes>,

@@ -13,6 +13,7 @@ mod diagnostics;
 mod error;
 mod host;
 mod manager;
+mod protocol;
 mod sandbox;
 mod seams;
 mod store;

@@ -34,13 +34,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use napi::bindgen_prelude::{FnArgs, Function, Promise};
+use napi::bindgen_prelude::{Function, Promise};
 use napi_derive::napi;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::error::{guard, guard_sync};
 use super::host::Host;
+use super::protocol::{HostOp, SandboxGiven};
 use super::sandbox::{NativeSandboxProvider, NativeSandboxSession};
 use crate::engine::error::{Result, SessionError};
 use crate::engine::lease::{Lease, SandboxRef, SessionSandboxes};
@@ -70,25 +71,24 @@ impl Kit {
     /// The sandbox a host answer names; numbered in the registry when it is `handed_out`.
     fn held(
         self: &Arc<Self>,
-        answer: &Value,
+        given: SandboxGiven,
         handed_out: bool,
         op: &str,
     ) -> Result<Arc<dyn HeldSandbox>> {
-        if let Some(number) = answer.get("native").and_then(Value::as_u64) {
-            let session = lock(&self.adopted).remove(&number).ok_or_else(|| {
-                SessionError::internal(format!("{op} named a sandbox that was not handed over"))
-            })?;
-            let registry = self.registry.clone();
-            return Ok(Arc::new(if handed_out {
-                NativeSandbox::handed_out(session, registry)
-            } else {
-                NativeSandbox::kept(session, registry)
-            }));
-        }
-        let handle = answer
-            .get("sandbox")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| SessionError::internal(format!("{op} answered without a sandbox")))?;
+        let handle = match given {
+            SandboxGiven::Sandbox(handle) => handle,
+            SandboxGiven::Native(number) => {
+                let session = lock(&self.adopted).remove(&number).ok_or_else(|| {
+                    SessionError::internal(format!("{op} named a sandbox that was not handed over"))
+                })?;
+                let registry = self.registry.clone();
+                return Ok(Arc::new(if handed_out {
+                    NativeSandbox::handed_out(session, registry)
+                } else {
+                    NativeSandbox::kept(session, registry)
+                }));
+            }
+        };
         let registration =
             handed_out.then(|| self.registry.register(RegisteredSandbox::Js(handle)));
         Ok(Arc::new(JsSandbox {
@@ -106,16 +106,6 @@ struct JsSandbox {
     registration: Option<Registration>,
 }
 
-impl JsSandbox {
-    async fn call(&self, op: &str) -> Result<()> {
-        self.kit
-            .host
-            .call(op, json!({ "sandbox": self.handle }))
-            .await
-            .map(drop)
-    }
-}
-
 #[async_trait]
 impl HeldSandbox for JsSandbox {
     fn sandbox_ref(&self) -> SandboxRef {
@@ -125,35 +115,42 @@ impl HeldSandbox for JsSandbox {
     }
 
     async fn fork(&self, session_id: &str, port: u16) -> Result<Arc<dyn HeldSandbox>> {
-        let answer = self
-            .kit
-            .host
-            .call(
-                "fork",
-                json!({ "sandbox": self.handle, "sessionId": session_id, "port": port }),
-            )
-            .await?;
-        self.kit.held(&answer, true, "fork")
+        let op = HostOp::SandboxFork {
+            sandbox: self.handle,
+            session_id,
+            port,
+        };
+        let given = self.kit.host.call(op).await?;
+        self.kit.held(given, true, "fork()")
     }
 
     async fn release(&self) -> Result<()> {
-        self.call("release").await
+        let op = HostOp::SandboxRelease {
+            sandbox: self.handle,
+        };
+        self.kit.host.call(op).await
     }
 
     async fn stop(&self) -> Result<()> {
-        self.call("stop").await
+        let op = HostOp::SandboxStop {
+            sandbox: self.handle,
+        };
+        self.kit.host.call(op).await
     }
 
     async fn destroy(&self) -> Result<()> {
-        self.call("destroy").await
+        let op = HostOp::SandboxDestroy {
+            sandbox: self.handle,
+        };
+        self.kit.host.call(op).await
     }
 }
 
 impl Drop for JsSandbox {
     fn drop(&mut self) {
-        self.kit
-            .host
-            .notify("forget", json!({ "sandbox": self.handle }));
+        self.kit.host.notify(HostOp::SandboxForget {
+            sandbox: self.handle,
+        });
     }
 }
 
@@ -165,8 +162,8 @@ struct JsOpener {
 #[async_trait]
 impl SandboxOpener for JsOpener {
     async fn open(&self) -> Result<Arc<dyn HeldSandbox>> {
-        let answer = self.kit.host.call("open", json!({})).await?;
-        self.kit.held(&answer, false, "open")
+        let given = self.kit.host.call(HostOp::SandboxOpen).await?;
+        self.kit.held(given, false, "open()")
     }
 }
 
@@ -178,24 +175,24 @@ struct JsMaker {
 #[async_trait]
 impl SandboxMaker for JsMaker {
     async fn create(&self, session_id: &str) -> Result<Arc<dyn HeldSandbox>> {
-        let answer = self
+        let given = self
             .kit
             .host
-            .call("create", json!({ "sessionId": session_id }))
+            .call(HostOp::SandboxCreate { session_id })
             .await?;
-        self.kit.held(&answer, true, "create")
+        self.kit.held(given, true, "create()")
     }
 
     async fn resume(&self, session_id: &str) -> Result<Option<Arc<dyn HeldSandbox>>> {
-        let answer = self
+        let given: Option<SandboxGiven> = self
             .kit
             .host
-            .call("resume", json!({ "sessionId": session_id }))
+            .call(HostOp::SandboxResume { session_id })
             .await?;
-        if answer.is_null() {
-            return Ok(None);
+        match given {
+            Some(given) => self.kit.held(given, true, "resume()").map(Some),
+            None => Ok(None),
         }
-        self.kit.held(&answer, true, "resume").map(Some)
     }
 }
 
@@ -273,7 +270,7 @@ fn read_max_sessions(value: Option<Value>) -> Result<Option<u32>> {
     }
 }
 
-fn kit(host: Function<FnArgs<(String, String)>, Promise<String>>) -> napi::Result<Arc<Kit>> {
+fn kit(host: Function<'_, String, Promise<String>>) -> napi::Result<Arc<Kit>> {
     Ok(Arc::new(Kit {
         host: Arc::new(Host::new(host)?),
         registry: SandboxRegistry::new(),
@@ -286,7 +283,7 @@ fn kit(host: Function<FnArgs<(String, String)>, Promise<String>>) -> napi::Resul
 /// repeated ports are refused at once (`js/strategies.js` throws them as a `TypeError`).
 #[napi]
 pub fn create_shared_sandbox(
-    host: Function<FnArgs<(String, String)>, Promise<String>>,
+    host: Function<'_, String, Promise<String>>,
     options_json: String,
 ) -> napi::Result<NativeSessionSandboxes> {
     let kit = kit(host)?;
@@ -309,7 +306,7 @@ pub fn create_shared_sandbox(
 /// given, else by the application's `create` and `resume` reached through `host`.
 #[napi]
 pub fn create_sandbox_per_session(
-    host: Function<FnArgs<(String, String)>, Promise<String>>,
+    host: Function<'_, String, Promise<String>>,
     options_json: String,
     provider: Option<&NativeSandboxProvider>,
 ) -> napi::Result<NativeSessionSandboxes> {
