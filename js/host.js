@@ -10,7 +10,7 @@
  * as a number, so that `onError` and a rejected `send()` see the very error the application threw.
  */
 
-const { keeper, fromNative } = require('./errors.js');
+const { keeper, fromDetails } = require('./errors.js');
 const { Handles, ok, failed } = require('./handles.js');
 
 const DONE = Promise.resolve('{"ok":true,"value":null}');
@@ -34,14 +34,6 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessag
   const agents = new Handles('agent');
   const sessions = new Handles('harness session');
   const leases = new Handles('lease');
-
-  const errorOf = (details) => {
-    if (details.origin !== undefined) {
-      const original = keeper.peek(details.origin);
-      if (original !== undefined) return original;
-    }
-    return fromNative(Object.assign(new Error(JSON.stringify({ code: details.code, message: details.message }))));
-  };
 
   const ops = {
     // agent() is called before the sandbox is acquired, as the reference does: one that throws
@@ -125,7 +117,7 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessag
     },
     error({ error, action, sessionId }) {
       const context = sessionId === undefined ? { action } : { action, sessionId };
-      onError(errorOf(error), context);
+      onError(fromDetails(error), context);
     },
     clientMessage({ error }) {
       const original = error.origin !== undefined ? keeper.peek(error.origin) : undefined;

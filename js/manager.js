@@ -147,13 +147,7 @@ function createSessionManager(given) {
 
   const parse = (text) => (text == null ? undefined : JSON.parse(text));
   const updates = new Queues();
-  const call = async (f) => {
-    try {
-      return await holding(f());
-    } catch (error) {
-      throw fromNative(error);
-    }
-  };
+  const call = (f) => translating(() => holding(f()));
 
   function sessionTurn(turn) {
     return {

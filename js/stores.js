@@ -7,20 +7,14 @@
 
 const { resolve } = require('node:path');
 const native = require('./native.js');
-const { fromNative, SessionInputError } = require('./errors.js');
+const { translating, SessionInputError } = require('./errors.js');
 const { checkId, json: toJson, need, plain } = require('./input.js');
 
 /** The native store behind a store object. */
 const NATIVE_STORE = Symbol.for('harness-sessions.native-store');
 
 function wrap(nativeStore) {
-  const call = async (f) => {
-    try {
-      return await f();
-    } catch (error) {
-      throw fromNative(error);
-    }
-  };
+  const call = translating;
   const parse = (text) => (text == null ? undefined : JSON.parse(text));
   const checked = (f) => async (...args) => f(...args);
   return {
@@ -94,11 +88,7 @@ function createSqliteSessionStore(options) {
       : fromEnvironment === undefined || fromEnvironment === ''
         ? null
         : readKey(fromEnvironment, KEY_VARIABLE);
-  try {
-    return wrap(native.NativeStore.sqlite(resolve(path), key));
-  } catch (error) {
-    throw fromNative(error);
-  }
+  return wrap(translating(() => native.NativeStore.sqlite(resolve(path), key)));
 }
 
 module.exports = { createMemorySessionStore, createSqliteSessionStore, NATIVE_STORE, wrap };

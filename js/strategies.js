@@ -15,7 +15,7 @@
  */
 
 const binding = require('./native.js');
-const { fromNative, SessionInputError } = require('./errors.js');
+const { fromNative, translating, SessionInputError } = require('./errors.js');
 const { isNativeSandboxSession } = require('./sandbox.js');
 const { Handles } = require('./handles.js');
 const { dispatcher } = require('./host.js');
@@ -70,13 +70,7 @@ function sandboxOps(handles, getNative) {
  * `abortSignal` of each acquire under way, by session id, for the callbacks it reaches.
  */
 function strategyObject(native, handles, signals) {
-  const call = async (f) => {
-    try {
-      return await holding(f());
-    } catch (error) {
-      throw fromNative(error);
-    }
-  };
+  const call = (f) => translating(() => holding(f()));
   /** The sandbox handed out as `number`: a new `NativeSandboxSession`, or the JavaScript object. */
   const sandboxSession = (number) => {
     const session = native.nativeSandbox(number);

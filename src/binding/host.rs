@@ -13,7 +13,7 @@ use napi::bindgen_prelude::{Function, Promise};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use serde::de::DeserializeOwned;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::protocol::{op_name, HostOp};
 use crate::engine::error::{Result, SessionError};
@@ -119,15 +119,4 @@ fn lost(op: &str, reason: &str) -> SessionError {
     SessionError::internal(format!(
         "the JavaScript side of {op} could not be reached: {reason}"
     ))
-}
-
-/// The JSON of an engine error, for the host: its message and original error.
-pub(crate) fn error_json(error: &SessionError) -> Value {
-    match error {
-        SessionError::Host {
-            message,
-            origin: Some(origin),
-        } => json!({ "message": message, "origin": origin, "code": error.code() }),
-        other => json!({ "message": other.to_string(), "code": other.code() }),
-    }
 }

@@ -8,12 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use napi::bindgen_prelude::{Function, Promise};
+use napi::Env;
 use napi_derive::napi;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::error::{guard, guard_sync};
+use super::error::{guard, guard_sync, Settled};
 use super::host::{host_failure, Host};
 use super::seams::{Feeds, JsAgent, JsClients, JsHooks, JsSandboxes, JsStore};
 use super::store::NativeStore;
@@ -192,13 +193,14 @@ impl NativeManager {
     /// strategies (`sharedSandbox()`, `sandboxPerSession()`).
     #[napi(constructor)]
     pub fn new(
+        env: Env,
         host: Function<'_, String, Promise<String>>,
         options_json: String,
         store: Option<&NativeStore>,
         sandboxes: Option<&NativeSessionSandboxes>,
     ) -> napi::Result<NativeManager> {
         let host = Arc::new(Host::new(host)?);
-        guard_sync(|| {
+        guard_sync(&env, || {
             let (options, capacity, approves) = read_options(&options_json)?;
             let feeds = Arc::new(Feeds::default());
             let store: Arc<dyn SessionStore> = match store {
@@ -236,7 +238,7 @@ impl NativeManager {
 
     /// `create({ id, metadata })`: the session, as JSON.
     #[napi]
-    pub async fn create(&self, id: String, metadata_json: String) -> napi::Result<String> {
+    pub async fn create(&self, id: String, metadata_json: String) -> Settled<String> {
         guard(async {
             let metadata = argument(&metadata_json, "metadata")?;
             to_json(&self.manager.create(id, metadata).await?)
@@ -246,7 +248,7 @@ impl NativeManager {
 
     /// `get(id)`: the record as JSON, or nothing.
     #[napi]
-    pub async fn get(&self, id: String) -> napi::Result<Option<String>> {
+    pub async fn get(&self, id: String) -> Settled<Option<String>> {
         guard(async {
             match self.manager.get(&id).await? {
                 Some(record) => to_json(&record).map(Some),
@@ -258,14 +260,14 @@ impl NativeManager {
 
     /// `list()`: the summaries as JSON.
     #[napi]
-    pub async fn list(&self) -> napi::Result<String> {
+    pub async fn list(&self) -> Settled<String> {
         guard(self.manager.list_json()).await
     }
 
     /// `send(id, ...)`: `{ turnId, message, prompt?, replyId, messageId }` as JSON; answers
     /// `{ messageId, session }`.
     #[napi]
-    pub async fn send(&self, id: String, request_json: String) -> napi::Result<String> {
+    pub async fn send(&self, id: String, request_json: String) -> Settled<String> {
         guard(async {
             let args: SendArgs = argument(&request_json, "options")?;
             let started = self
@@ -293,7 +295,7 @@ impl NativeManager {
     /// `continue(id, ...)`: `{ turnId, message?, toolApprovalContinuations?,
     /// toolResultContinuations? }` as JSON; answers `{ messageId, session }`.
     #[napi(js_name = "continue")]
-    pub async fn continue_turn(&self, id: String, request_json: String) -> napi::Result<String> {
+    pub async fn continue_turn(&self, id: String, request_json: String) -> Settled<String> {
         guard(async {
             let args: ContinueArgs = argument(&request_json, "options")?;
             let started = self
@@ -319,7 +321,7 @@ impl NativeManager {
 
     /// `exec(id, ...)`: `{ execId, command, key?, maxOutputBytes? }` as JSON; answers the result.
     #[napi]
-    pub async fn exec(&self, id: String, request_json: String) -> napi::Result<String> {
+    pub async fn exec(&self, id: String, request_json: String) -> Settled<String> {
         guard(async {
             let args: ExecArgs = argument(&request_json, "options")?;
             let result = self
@@ -359,7 +361,7 @@ impl NativeManager {
 
     /// `update(id, { metadata })`, the metadata as JSON.
     #[napi]
-    pub async fn update(&self, id: String, metadata_json: String) -> napi::Result<String> {
+    pub async fn update(&self, id: String, metadata_json: String) -> Settled<String> {
         guard(async {
             let metadata = argument(&metadata_json, "metadata")?;
             to_json(&self.manager.update(&id, metadata).await?)
@@ -369,7 +371,7 @@ impl NativeManager {
 
     /// `interrupt(id)`.
     #[napi]
-    pub async fn interrupt(&self, id: String) -> napi::Result<()> {
+    pub async fn interrupt(&self, id: String) -> Settled<()> {
         guard(self.manager.interrupt(&id)).await
     }
 
@@ -381,25 +383,25 @@ impl NativeManager {
 
     /// `suspend(id)`.
     #[napi]
-    pub async fn suspend(&self, id: String) -> napi::Result<String> {
+    pub async fn suspend(&self, id: String) -> Settled<String> {
         guard(async { to_json(&self.manager.suspend(&id).await?) }).await
     }
 
     /// `close(id)`.
     #[napi]
-    pub async fn close(&self, id: String) -> napi::Result<String> {
+    pub async fn close(&self, id: String) -> Settled<String> {
         guard(async { to_json(&self.manager.close(&id).await?) }).await
     }
 
     /// `delete(id)`.
     #[napi]
-    pub async fn delete(&self, id: String) -> napi::Result<()> {
+    pub async fn delete(&self, id: String) -> Settled<()> {
         guard(self.manager.delete(&id)).await
     }
 
     /// `shutdown()`.
     #[napi]
-    pub async fn shutdown(&self) -> napi::Result<()> {
+    pub async fn shutdown(&self) -> Settled<()> {
         guard(self.manager.shutdown()).await
     }
 

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::host::{error_json, Host};
+use super::error::error_data;
+use super::host::Host;
 use super::protocol::{
     AgentChosen, CommandAnswer, HostOp, LeaseGiven, SandboxWire, SessionOpened, Stopped,
     TurnInputWire,
@@ -240,7 +241,7 @@ impl ManagerHooks for JsHooks {
 
     fn on_error(&self, error: &SessionError, action: &str, session_id: Option<&str>) {
         self.host.notify(HostOp::Error {
-            error: error_json(error),
+            error: error_data(error),
             action,
             session_id,
         });
@@ -248,7 +249,7 @@ impl ManagerHooks for JsHooks {
 
     async fn client_message(&self, error: &SessionError) -> String {
         let op = HostOp::ClientMessage {
-            error: error_json(error),
+            error: error_data(error),
         };
         match self.host.call::<Value>(op).await {
             Ok(Value::String(text)) => text,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use napi_derive::napi;
 use serde_json::Value;
 
-use super::error::guard;
+use super::error::{guard, Settled};
 use crate::engine::error::SessionError;
 use crate::engine::session::SessionRecord;
 use crate::engine::store::lazy::{LazyStore, OpenStore};
@@ -56,10 +56,11 @@ impl NativeStore {
     /// is given. A bad path or an old SQLite fails the first call that uses the store.
     #[napi(factory)]
     pub fn sqlite(
+        env: napi::Env,
         path: String,
         encryption_key: Option<napi::bindgen_prelude::Buffer>,
     ) -> napi::Result<NativeStore> {
-        super::error::guard_sync(|| {
+        super::error::guard_sync(&env, || {
             if path.is_empty() {
                 return Err(SessionError::input(
                     "path",
@@ -96,7 +97,7 @@ impl NativeStore {
         &self,
         record_json: String,
         resume_state_json: Option<String>,
-    ) -> napi::Result<()> {
+    ) -> Settled<()> {
         guard(async {
             let record: SessionRecord = parse(&record_json, "record")?;
             let resume_state: Option<Value> = match resume_state_json {
@@ -110,7 +111,7 @@ impl NativeStore {
 
     /// `get(id)`: the record as JSON, or nothing.
     #[napi]
-    pub async fn get(&self, id: String) -> napi::Result<Option<String>> {
+    pub async fn get(&self, id: String) -> Settled<Option<String>> {
         guard(async {
             match self.store.get(&id).await? {
                 Some(record) => write(&record).map(Some),
@@ -122,13 +123,13 @@ impl NativeStore {
 
     /// `list()`: the summaries as JSON.
     #[napi]
-    pub async fn list(&self) -> napi::Result<String> {
+    pub async fn list(&self) -> Settled<String> {
         guard(self.store.list_json()).await
     }
 
     /// `getResumeState(id)`: the state as JSON, or nothing.
     #[napi]
-    pub async fn get_resume_state(&self, id: String) -> napi::Result<Option<String>> {
+    pub async fn get_resume_state(&self, id: String) -> Settled<Option<String>> {
         guard(async {
             match self.store.get_resume_state(&id).await? {
                 Some(state) => write(&state).map(Some),
@@ -140,14 +141,14 @@ impl NativeStore {
 
     /// `delete(id)`.
     #[napi]
-    pub async fn delete(&self, id: String) -> napi::Result<()> {
+    pub async fn delete(&self, id: String) -> Settled<()> {
         guard(self.store.delete(&id)).await
     }
 
     /// `close()`: lets go of the store (the SQLite store closes its file, and frees it for
     /// another store); later calls fail.
     #[napi]
-    pub async fn close(&self) -> napi::Result<()> {
+    pub async fn close(&self) -> Settled<()> {
         guard(self.store.release()).await
     }
 }

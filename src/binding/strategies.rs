@@ -35,11 +35,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use napi::bindgen_prelude::{Function, Promise};
+use napi::Env;
 use napi_derive::napi;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::error::{guard, guard_sync};
+use super::error::{guard, guard_sync, Settled};
 use super::host::Host;
 use super::protocol::{HostOp, SandboxGiven};
 use super::sandbox::{NativeSandboxProvider, NativeSandboxSession};
@@ -283,11 +284,12 @@ fn kit(host: Function<'_, String, Promise<String>>) -> napi::Result<Arc<Kit>> {
 /// repeated ports are refused at once (`js/strategies.js` throws them as a `TypeError`).
 #[napi]
 pub fn create_shared_sandbox(
+    env: Env,
     host: Function<'_, String, Promise<String>>,
     options_json: String,
 ) -> napi::Result<NativeSessionSandboxes> {
     let kit = kit(host)?;
-    guard_sync(|| {
+    guard_sync(&env, || {
         let init: SharedInit = options(&options_json)?;
         let options = SharedSandboxOptions {
             ports: read_ports(init.ports)?,
@@ -306,12 +308,13 @@ pub fn create_shared_sandbox(
 /// given, else by the application's `create` and `resume` reached through `host`.
 #[napi]
 pub fn create_sandbox_per_session(
+    env: Env,
     host: Function<'_, String, Promise<String>>,
     options_json: String,
     provider: Option<&NativeSandboxProvider>,
 ) -> napi::Result<NativeSessionSandboxes> {
     let kit = kit(host)?;
-    guard_sync(|| {
+    guard_sync(&env, || {
         let init: PerSessionInit = options(&options_json)?;
         let max_sessions = read_max_sessions(init.max_sessions)?;
         let maker: Arc<dyn SandboxMaker> = match provider {
@@ -359,11 +362,7 @@ impl NativeSessionSandboxes {
 
     /// A sandbox for session `sessionId` (`resume` when it comes back from suspended).
     #[napi]
-    pub async fn acquire(
-        &self,
-        session_id: String,
-        resume: Option<bool>,
-    ) -> napi::Result<NativeLease> {
+    pub async fn acquire(&self, session_id: String, resume: Option<bool>) -> Settled<NativeLease> {
         let strategy = self.strategy.clone();
         guard(async move {
             if session_id.is_empty() {
@@ -382,14 +381,14 @@ impl NativeSessionSandboxes {
 
     /// Frees what is kept for suspended session `sessionId`, which ends.
     #[napi]
-    pub async fn discard(&self, session_id: String) -> napi::Result<()> {
+    pub async fn discard(&self, session_id: String) -> Settled<()> {
         let strategy = self.strategy.clone();
         guard(async move { strategy.discard(&session_id).await }).await
     }
 
     /// Stops what the strategy keeps running.
     #[napi]
-    pub async fn shutdown(&self) -> napi::Result<()> {
+    pub async fn shutdown(&self) -> Settled<()> {
         let strategy = self.strategy.clone();
         guard(async move { strategy.shutdown().await }).await
     }
@@ -452,7 +451,7 @@ impl NativeLease {
 
     /// The session is suspended: gives back what it need not keep.
     #[napi]
-    pub async fn suspend(&self) -> napi::Result<()> {
+    pub async fn suspend(&self) -> Settled<()> {
         guard(async {
             let lease = self.lease.lock().await.take();
             match lease {
@@ -465,7 +464,7 @@ impl NativeLease {
 
     /// The session ends: gives back everything.
     #[napi]
-    pub async fn close(&self) -> napi::Result<()> {
+    pub async fn close(&self) -> Settled<()> {
         guard(async {
             let lease = self.lease.lock().await.take();
             match lease {

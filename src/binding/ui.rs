@@ -8,6 +8,7 @@
 #![cfg_attr(test, allow(dead_code))]
 
 use napi::bindgen_prelude::Buffer;
+use napi::Env;
 use napi_derive::napi;
 use serde_json::{json, Value};
 
@@ -42,11 +43,12 @@ fn json_text(value: &Value) -> Result<String, SessionError> {
 /// and `snapshots` (with `withSnapshots`) every message it yields.
 #[napi]
 pub fn accumulate_ui_message(
+    env: Env,
     input_message_json: Option<String>,
     chunks_json: String,
     with_snapshots: Option<bool>,
 ) -> napi::Result<String> {
-    guard_sync(|| {
+    guard_sync(&env, || {
         let input = match input_message_json.as_deref() {
             None => None,
             Some(text) => Some(serde_json::from_str::<Value>(text).map_err(|e| {
@@ -88,8 +90,8 @@ pub fn accumulate_ui_message(
 /// The body `createUIMessageStreamResponse` of `ai` sends for `chunksJson` (a JSON array of
 /// chunks): `data: <json>\n\n` per chunk, then `data: [DONE]\n\n`.
 #[napi]
-pub fn encode_ui_message_sse(chunks_json: String) -> napi::Result<Buffer> {
-    guard_sync(|| {
+pub fn encode_ui_message_sse(env: Env, chunks_json: String) -> napi::Result<Buffer> {
+    guard_sync(&env, || {
         let chunks = parse_chunks(&chunks_json, "chunksJson")?;
         let mut out = Vec::with_capacity(chunks_json.len() + 16 * chunks.len() + 16);
         let mut encoder = SseEncoder::new();
