@@ -23,14 +23,15 @@ const DONE = Promise.resolve('{"ok":true,"value":null}');
  * @param {import('./turns.js').Turns} seams.turns
  * @param {(event: any) => void} seams.emit
  * @param {(error: unknown, context: { action: string, sessionId?: string }) => void} seams.onError
- * @param {(error: unknown) => string} seams.errorMessage
+ * @param {(error: unknown) => string} seams.clientMessage what a client is told of an error
+ *   (`clientMessenger()` of `js/harness-errors.js`)
  * @param {Function} [seams.approve]
  * @param {(number: number) => any} [seams.nativeSandbox] the sandbox a native strategy handed out
  *   as `number` (`{ native: number }`), when `sandboxes` is one
  * @param {Map<number, AbortSignal>} [seams.execSignals] the `abortSignal`s of the commands of
  *   `exec()` under way, by their number
  */
-function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessage, approve, nativeSandbox, execSignals }) {
+function createHost({ agent, sandboxes, store, turns, emit, onError, clientMessage, approve, nativeSandbox, execSignals }) {
   const agents = new Handles('agent');
   const sessions = new Handles('harness session');
   const leases = new Handles('lease');
@@ -121,8 +122,7 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessag
     },
     clientMessage({ error }) {
       const original = error.origin !== undefined ? keeper.peek(error.origin) : undefined;
-      const text = errorMessage(original ?? new Error(error.message));
-      return typeof text === 'string' ? text : 'An error occurred.';
+      return clientMessage(original ?? new Error(error.message));
     },
     async approve({ approval, session }) {
       const verdict = await approve(approval, { session });

@@ -17,7 +17,7 @@ const { toUIMessageStreamResponse } = require('./sse.js');
 const { messageChunks, streamOf } = require('./replay.js');
 const { NATIVE_STORE } = require('./stores.js');
 const { nativeSandboxesOf } = require('./strategies.js');
-const { getHarnessErrorMessage } = require('./harness-errors.js');
+const { clientMessenger } = require('./harness-errors.js');
 const { hold, holding } = require('./keep-alive.js');
 
 const OPTION_NAMES = new Set([
@@ -82,7 +82,7 @@ function checkOptions(given) {
 function createSessionManager(given) {
   const options = checkOptions(given);
   const generateId = options.generateId ?? randomUUID;
-  const errorMessage = options.errorMessage ?? getHarnessErrorMessage;
+  const clientMessage = clientMessenger(options.errorMessage);
   const onError = options.onError ?? ((error, context) => console.error('[harness-sessions]', context, error));
   const store = options.store ?? require('./stores.js').createMemorySessionStore();
   const listeners = new Set();
@@ -96,7 +96,7 @@ function createSessionManager(given) {
   };
 
   let manager;
-  const turns = new Turns(() => manager, errorMessage, options.reconnectBufferChunks);
+  const turns = new Turns(() => manager, clientMessage, options.reconnectBufferChunks);
   // sharedSandbox() and sandboxPerSession() are strategies in Rust: the manager uses them directly.
   const nativeSandboxes = nativeSandboxesOf(options.sandboxes);
   const host = createHost({
@@ -115,7 +115,7 @@ function createSessionManager(given) {
       }
     },
     onError: (error, context) => reportError(error, context),
-    errorMessage,
+    clientMessage,
     approve: options.approve,
     nativeSandbox: nativeSandboxes?.sandboxSession,
     execSignals,

@@ -251,10 +251,9 @@ impl ManagerHooks for JsHooks {
         let op = HostOp::ClientMessage {
             error: error_data(error),
         };
-        match self.host.call::<Value>(op).await {
-            Ok(Value::String(text)) => text,
-            _ => "An error occurred.".to_owned(),
-        }
+        // JavaScript alone decides the text (`js/harness-errors.js`, `clientMessenger`) and
+        // always gives one; when it cannot be reached, neither can the client it was for.
+        self.host.call::<String>(op).await.unwrap_or_default()
     }
 
     fn approves(&self) -> bool {
