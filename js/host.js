@@ -157,8 +157,7 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, clientMessa
       if (lease == null || typeof lease !== 'object') {
         throw new TypeError('sandboxes.acquire() must give a lease { sandboxSession, suspend(), close() }');
       }
-      const id = leases.put(lease);
-      return { lease: id, sandbox: { js: id } };
+      return { lease: leases.put(lease) };
     },
     async 'lease.suspend'({ lease }) {
       await leases.take(lease).suspend?.();

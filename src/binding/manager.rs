@@ -223,6 +223,7 @@ impl NativeManager {
                 agent: Arc::new(JsAgent {
                     host: host.clone(),
                     feeds: feeds.clone(),
+                    native_sandboxes: sandboxes.is_some(),
                 }),
                 sandboxes: match sandboxes {
                     Some(sandboxes) => sandboxes.strategy(),

@@ -193,7 +193,7 @@ pub(crate) fn op_name(call: &str) -> &str {
 
 /// A sandbox as an agent is handed it: a JavaScript object by its lease's number, or one of the
 /// engine's own by its number in the binding.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub(crate) enum SandboxWire {
     /// The `sandboxSession` of the lease of that number, in JavaScript.
@@ -256,10 +256,8 @@ pub(crate) struct CommandAnswer {
 /// The answer of `sandboxes.acquire`.
 #[derive(Deserialize)]
 pub(crate) struct LeaseGiven {
-    /// The lease's number.
+    /// The lease's number; its `sandboxSession` is the sandbox an agent is handed.
     pub(crate) lease: u64,
-    /// The sandbox it holds.
-    pub(crate) sandbox: Option<SandboxWire>,
 }
 
 /// The answer of the `sandbox.*` operations that give a sandbox: a JavaScript one by its number,

@@ -57,26 +57,13 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn sandbox_wire(sandbox: &SandboxRef) -> Option<SandboxWire> {
-    match sandbox {
-        SandboxRef::Js(id) => Some(SandboxWire::Js(*id)),
-        SandboxRef::Native(id) => Some(SandboxWire::Native(*id)),
-        SandboxRef::None => None,
-    }
-}
-
-fn sandbox_ref(wire: Option<SandboxWire>) -> SandboxRef {
-    match wire {
-        Some(SandboxWire::Js(id)) => SandboxRef::Js(id),
-        Some(SandboxWire::Native(id)) => SandboxRef::Native(id),
-        None => SandboxRef::None,
-    }
-}
-
 /// The application's agent function and its `SessionAgent`s.
 pub(crate) struct JsAgent {
     pub(crate) host: Arc<Host>,
     pub(crate) feeds: Arc<Feeds>,
+    /// Whether the manager's sandboxes are one of the engine's strategies, whose sandboxes are
+    /// numbered natively; else they are the application's, numbered by their lease in JavaScript.
+    pub(crate) native_sandboxes: bool,
 }
 
 #[async_trait]
@@ -98,7 +85,13 @@ impl Agent for JsAgent {
         let op = HostOp::AgentOpen {
             session_id: &request.session_id,
             metadata: &request.metadata,
-            sandbox: sandbox_wire(&request.sandbox),
+            sandbox: request.sandbox.number().map(|number| {
+                if self.native_sandboxes {
+                    SandboxWire::Native(number)
+                } else {
+                    SandboxWire::Js(number)
+                }
+            }),
             agent: &request.chosen,
             resume_from: request.resume_from.as_ref(),
         };
@@ -381,7 +374,7 @@ impl SessionSandboxes for JsSandboxes {
         Ok(Box::new(JsLease {
             host: self.host.clone(),
             handle: given.lease,
-            sandbox: sandbox_ref(given.sandbox),
+            sandbox: SandboxRef::handle(given.lease),
         }))
     }
 

@@ -21,7 +21,7 @@
 //! (`sandboxPerSession({ provider: dockerSandbox() })`) is never reached through the host.
 //!
 //! The sandboxes handed to agents are numbered in a [`SandboxRegistry`] while their lease holds
-//! them ([`SandboxRef::Native`]); JavaScript gets the object of a number with
+//! them (the number of their [`SandboxRef`]); JavaScript gets the object of a number with
 //! [`NativeSessionSandboxes::native_sandbox`] or [`NativeSessionSandboxes::js_sandbox`].
 
 // Exports are reached from JavaScript, not from Rust: `pub` is what napi needs of them.
@@ -112,7 +112,7 @@ impl HeldSandbox for JsSandbox {
     fn sandbox_ref(&self) -> SandboxRef {
         self.registration
             .as_ref()
-            .map_or(SandboxRef::None, Registration::sandbox_ref)
+            .map_or(SandboxRef::NONE, Registration::sandbox_ref)
     }
 
     async fn fork(&self, session_id: &str, port: u16) -> Result<Arc<dyn HeldSandbox>> {
@@ -443,10 +443,9 @@ impl NativeLease {
     /// The number of the sandbox it holds (see [`NativeSessionSandboxes::native_sandbox`]).
     #[napi(getter)]
     pub fn sandbox(&self) -> Option<u32> {
-        match self.sandbox {
-            SandboxRef::Native(number) => u32::try_from(number).ok(),
-            SandboxRef::Js(_) | SandboxRef::None => None,
-        }
+        self.sandbox
+            .number()
+            .and_then(|number| u32::try_from(number).ok())
     }
 
     /// The session is suspended: gives back what it need not keep.
