@@ -110,6 +110,9 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, clientMessa
     'client.deliver'({ turnId, chunks }) {
       turns.deliver(turnId, chunks);
     },
+    'client.answer'({ turnId, outcome }) {
+      turns.answer(turnId, outcome);
+    },
     'client.finish'({ turnId, session }) {
       turns.finish(turnId, session);
     },

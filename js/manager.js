@@ -9,7 +9,7 @@
 
 const { randomUUID, createHash } = require('node:crypto');
 const native = require('./native.js');
-const { SessionNotFoundError, translating, fromNative } = require('./errors.js');
+const { SessionNotFoundError, SessionOutputError, translating, fromNative } = require('./errors.js');
 const { need, plain, checkId, checkDuration, json } = require('./input.js');
 const { createHost } = require('./host.js');
 const { Turns } = require('./turns.js');
@@ -154,13 +154,14 @@ function createSessionManager(given) {
       stream: turn.stream,
       toUIMessageStreamResponse: (init) => toUIMessageStreamResponse(turn.stream, init),
       done: turn.done,
+      output: turn.output,
     };
   }
 
-  async function startTurn(id, abortSignal, begin) {
+  async function startTurn(id, abortSignal, asksOutput, begin) {
     checkId(id);
     need(abortSignal === undefined || abortSignal instanceof AbortSignal, 'abortSignal', 'abortSignal must be an AbortSignal');
-    const turn = turns.open(abortSignal);
+    const turn = turns.open(abortSignal, asksOutput);
     // A message waiting for a command of exec() (or a preparing session) is cut by its signal.
     const cut = () => manager.cancelWaiting(turn.turnId);
     if (abortSignal !== undefined) {
@@ -199,7 +200,15 @@ function createSessionManager(given) {
     const reply = record?.messages.find((message) => message.id === started.messageId && message.role === 'assistant');
     const stream = streamOf(reply === undefined ? [] : messageChunks(reply));
     const { messages, ...session } = record ?? { messages: [], ...started.session };
-    return sessionTurn({ stream, done: Promise.resolve(session) });
+    const replayed = { stream, done: Promise.resolve(session) };
+    // The answer as it was judged: kept in the reply's metadata.
+    const metadata = reply?.metadata ?? {};
+    replayed.output =
+      metadata.outputError !== undefined
+        ? Promise.reject(new SessionOutputError(metadata.outputError))
+        : Promise.resolve(metadata.output);
+    replayed.output.catch(() => {});
+    return sessionTurn(replayed);
   }
 
   const api = {
@@ -225,7 +234,7 @@ function createSessionManager(given) {
       const turn = turnOptions(options);
       const submission = submissionOf(submissionId, ['send', message, prompt, turn]);
       const request = { message, prompt, messageId: newId(), replyId: newId(), submission, ...turn };
-      return startTurn(id, abortSignal, (turnId) =>
+      return startTurn(id, abortSignal, turn.output != null, (turnId) =>
         manager.send(id, json({ ...request, turnId }, 'message')),
       );
     },
@@ -243,7 +252,7 @@ function createSessionManager(given) {
       const turn = turnOptions(options);
       const submission = submissionOf(submissionId, ['continue', message, toolApprovalContinuations, toolResultContinuations, turn]);
       const request = { message, toolApprovalContinuations, toolResultContinuations, submission, ...turn };
-      return startTurn(id, abortSignal, (turnId) =>
+      return startTurn(id, abortSignal, turn.output != null, (turnId) =>
         manager.continue(id, json({ ...request, turnId }, 'message')),
       );
     },
@@ -418,16 +427,20 @@ class Queues {
 
 /**
  * The options of one turn `send()` and `continue()` may be given (`instructionAddendum`,
- * `limits: { maxSteps?, timeoutMs? }`): read here, checked by the engine.
+ * `limits: { maxSteps?, timeoutMs? }`, `output: { schema, name?, description? }`): read here,
+ * checked by the engine (`output` wholly: its shape and its schema).
  */
 function turnOptions(options) {
-  const { instructionAddendum, limits } = plain(options, 'options', ['instructionAddendum', 'limits']);
+  const read = plain(options, 'options', ['instructionAddendum', 'limits', 'output']);
+  const { instructionAddendum, limits } = read;
+  // As JSON here, so that what is not JSON is named `output`; its shape is checked by the engine.
+  const output = read.output === undefined ? undefined : JSON.parse(json(read.output, 'output'));
   need(instructionAddendum === undefined || typeof instructionAddendum === 'string', 'instructionAddendum', 'instructionAddendum must be a string');
-  if (limits === undefined) return { instructionAddendum };
+  if (limits === undefined) return { instructionAddendum, output };
   const { maxSteps, timeoutMs } = plain(limits, 'limits', ['maxSteps', 'timeoutMs'], { refuseOthers: true });
   need(maxSteps === undefined || (Number.isSafeInteger(maxSteps) && maxSteps >= 1), 'limits.maxSteps', 'limits.maxSteps must be a whole number, one or more');
   checkDuration(timeoutMs, 'limits.timeoutMs');
-  return { instructionAddendum, limits: { maxSteps, timeoutMs } };
+  return { instructionAddendum, limits: { maxSteps, timeoutMs }, output };
 }
 
 /** Whether `error` (from the native manager) is a command or message its caller cut before it started. */

@@ -137,6 +137,7 @@ struct SendArgs {
     message_id: String,
     instruction_addendum: Option<Value>,
     limits: Option<Value>,
+    output: Option<Value>,
     #[serde(default)]
     submission: Option<SubmissionArgs>,
 }
@@ -168,6 +169,7 @@ struct ContinueArgs {
     tool_result_continuations: Option<Vec<Value>>,
     instruction_addendum: Option<Value>,
     limits: Option<Value>,
+    output: Option<Value>,
     #[serde(default)]
     submission: Option<SubmissionArgs>,
 }
@@ -308,7 +310,7 @@ impl NativeManager {
                         prompt: args.prompt,
                         reply_id: args.reply_id,
                         message_id: args.message_id,
-                        options: turn_options::read(args.instruction_addendum, args.limits)?,
+                        options: turn_options::read(args.instruction_addendum, args.limits, args.output)?,
                         submission: args.submission.map(Into::into),
                     },
                 )
@@ -335,7 +337,7 @@ impl NativeManager {
                         message: args.message,
                         approvals: args.tool_approval_continuations.unwrap_or_default(),
                         tool_results: args.tool_result_continuations.unwrap_or_default(),
-                        options: turn_options::read(args.instruction_addendum, args.limits)?,
+                        options: turn_options::read(args.instruction_addendum, args.limits, args.output)?,
                         submission: args.submission.map(Into::into),
                     },
                 )

@@ -214,6 +214,13 @@ impl TurnClients for JsClients {
     fn finish(&self, turn_id: u64, session: &SessionSummary) {
         self.host.notify(HostOp::ClientFinish { turn_id, session });
     }
+
+    fn answer(&self, turn_id: u64, outcome: &Value) {
+        self.host.notify(
+            "client.answer",
+            json!({ "turnId": turn_id, "outcome": outcome }),
+        );
+    }
 }
 
 /// `subscribe()`, `onError`, `errorMessage` and `approve`.
