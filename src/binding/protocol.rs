@@ -13,7 +13,7 @@
 //! |----|----------|-----------|--------|
 //! | `agent.choose`, `agent.forget`, `agent.open` | `seams::JsAgent` | `js/host.js` | [`AgentChosen`], [`SessionOpened`] |
 //! | `session.turn`, `.unfinished`, `.stop`, `.destroy`, `.exec` | `seams::JsHarnessSession` | `js/host.js` (`js/turns.js`) | [`Stopped`], [`CommandAnswer`] |
-//! | `turn.abort`, `client.deliver`, `client.finish` | `seams::JsTurnControl`, `JsClients` | `js/turns.js` | none (sent) |
+//! | `turn.abort`, `client.deliver`, `client.answer`, `client.finish` | `seams::JsTurnControl`, `JsClients` | `js/turns.js` | none (sent) |
 //! | `event`, `error`, `clientMessage`, `approve` | `seams::JsHooks` | `js/host.js` | text, verdict |
 //! | `store.*` | `seams::JsStore` | the application's `SessionStore` | records |
 //! | `sandboxes.*`, `lease.*` | `seams::JsSandboxes` | the application's `SessionSandboxes` | [`LeaseGiven`] |
@@ -91,6 +91,10 @@ pub(crate) enum HostOp<'a> {
         turn_id: u64,
         session: &'a SessionSummary,
     },
+    /// The structured answer of a turn (`turn.output`): `{ value }`, or `{ code, message,
+    /// errors }`; sent before `client.finish`.
+    #[serde(rename = "client.answer", rename_all = "camelCase")]
+    ClientAnswer { turn_id: u64, outcome: &'a Value },
     /// A change for `subscribe()`'s listeners.
     #[serde(rename = "event")]
     Event { event: Value },

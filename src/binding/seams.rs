@@ -216,10 +216,7 @@ impl TurnClients for JsClients {
     }
 
     fn answer(&self, turn_id: u64, outcome: &Value) {
-        self.host.notify(
-            "client.answer",
-            json!({ "turnId": turn_id, "outcome": outcome }),
-        );
+        self.host.notify(HostOp::ClientAnswer { turn_id, outcome });
     }
 }
 
