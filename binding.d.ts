@@ -299,16 +299,6 @@ export interface DockerSandboxInit {
   network?: string
 }
 
-/**
- * The body `createUIMessageStreamResponse` of `ai` sends for `chunksJson` (a JSON array of
- * chunks): `data: <json>
-
-` per chunk, then `data: [DONE]
-
-`.
- */
-export declare function encodeUiMessageSse(chunksJson: string): Buffer
-
 /** What `fork()` takes. */
 export interface ForkInit {
   /** The ports of the new view. */
@@ -344,9 +334,3 @@ export interface PortEndpointInfo {
 
 /** `Settled<T>` as `binding.d.ts` names it: the value itself (a failure rejects the promise). */
 export type Settled<T> = T
-
-/**
- * The headers of a UI message stream response, as `[name, value]` pairs in the order `ai` sets
- * them.
- */
-export declare function uiMessageStreamHeaders(): Array<Array<string>>
