@@ -12,19 +12,19 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 /** A file being read. */
 export declare class NativeFileReader {
   /** The next batch of the file, or `null` at its end. */
-  read(): Promise<Buffer | null>
+  read(): Promise<Settled<Buffer | undefined | null>>
   /** Stops reading. */
-  cancel(): Promise<void>
+  cancel(): Promise<Settled<undefined>>
 }
 
 /** A file being written from chunks JavaScript sends. */
 export declare class NativeFileWriter {
   /** Sends a chunk; waits while the write is behind. */
-  write(chunk: Buffer): Promise<void>
+  write(chunk: Buffer): Promise<Settled<undefined>>
   /** Ends the content and waits for the file to be written. */
-  finish(): Promise<void>
+  finish(): Promise<Settled<undefined>>
   /** Gives up: the file is left as it was. */
-  abort(reason?: string | undefined | null): Promise<void>
+  abort(reason?: string | undefined | null): Promise<Settled<undefined>>
 }
 
 /**
@@ -35,9 +35,9 @@ export declare class NativeLease {
   /** The number of the sandbox it holds (see [`NativeSessionSandboxes::native_sandbox`]). */
   get sandbox(): number | null
   /** The session is suspended: gives back what it need not keep. */
-  suspend(): Promise<void>
+  suspend(): Promise<Settled<undefined>>
   /** The session ends: gives back everything. */
-  close(): Promise<void>
+  close(): Promise<Settled<undefined>>
 }
 
 /** The session manager, as `index.js` drives it. */
@@ -47,33 +47,28 @@ export declare class NativeManager {
    * of the engine's own stores, used directly; so is `sandboxes`, one of the engine's own
    * strategies (`sharedSandbox()`, `sandboxPerSession()`).
    */
-  constructor(host: (arg0: string, arg1: string) => Promise<string>, optionsJson: string, store?: NativeStore | undefined | null, sandboxes?: NativeSessionSandboxes | undefined | null)
+  constructor(host: (arg: string) => Promise<string>, optionsJson: string, store?: NativeStore | undefined | null, sandboxes?: NativeSessionSandboxes | undefined | null)
   /**
    * `create({ id, metadata, initialHistory? })`: the session, as JSON. `history_json` is
    * `{ items, messageIds }`: the imported transcript, and an id for each message it may make.
    */
-  create(id: string, metadataJson: string, historyJson?: string | undefined | null): Promise<string>
+  create(id: string, metadataJson: string, historyJson?: string | undefined | null): Promise<Settled<string>>
   /** `get(id)`: the record as JSON, or nothing. */
-  get(id: string): Promise<string | null>
+  get(id: string): Promise<Settled<string | undefined | null>>
   /** `list()`: the summaries as JSON. */
-  list(): Promise<string>
-  /**
-   * `list()` for a caller that keeps the summaries it was given (`js/summaries.js`): `[stamp,
-   * rows]`, the summaries stamped at most `known` left out (see `SessionStore::list_since`).
-   */
-  listSince(known: number): Promise<string>
+  list(): Promise<Settled<string>>
   /**
    * `send(id, ...)`: `{ turnId, message, prompt?, replyId, messageId }` as JSON; answers
    * `{ messageId, session }`.
    */
-  send(id: string, requestJson: string): Promise<string>
+  send(id: string, requestJson: string): Promise<Settled<string>>
   /**
    * `continue(id, ...)`: `{ turnId, message?, toolApprovalContinuations?,
    * toolResultContinuations? }` as JSON; answers `{ messageId, session }`.
    */
-  continue(id: string, requestJson: string): Promise<string>
+  continue(id: string, requestJson: string): Promise<Settled<string>>
   /** `exec(id, ...)`: `{ execId, command, key?, maxOutputBytes? }` as JSON; answers the result. */
-  exec(id: string, requestJson: string): Promise<string>
+  exec(id: string, requestJson: string): Promise<Settled<string>>
   /** Registers command or turn `id` before it is asked for, so that its caller can cut it. */
   willWait(id: number): void
   /** Forgets `id` registered by `willWait()` when its command or turn was never asked for. */
@@ -81,26 +76,19 @@ export declare class NativeManager {
   /** The caller of command or turn `id` cut it: if it still waits to start, it never does. */
   cancelWaiting(id: number): void
   /** `update(id, { metadata })`, the metadata as JSON. */
-  update(id: string, metadataJson: string): Promise<string>
-  /**
-   * `update(id, { metadata: change })` with a function: under the session's command lock,
-   * `change` is called with the metadata as they stand (JSON) and answers the new ones (JSON),
-   * or `null` when the application's function threw (nothing changes then, and `index.js`
-   * throws what it threw).
-   */
-  updateWith(id: string, change: (metadataJson: string) => Promise<string | null>): Promise<string>
+  update(id: string, metadataJson: string): Promise<Settled<string>>
   /** `interrupt(id)`. */
-  interrupt(id: string): Promise<void>
+  interrupt(id: string): Promise<Settled<undefined>>
   /** Cuts turn `turn_id` short, if it is still under way: the caller's `abortSignal` fired. */
   cutTurn(turnId: number, reason: string): void
   /** `suspend(id)`. */
-  suspend(id: string): Promise<string>
+  suspend(id: string): Promise<Settled<string>>
   /** `close(id)`. */
-  close(id: string): Promise<string>
+  close(id: string): Promise<Settled<string>>
   /** `delete(id)`. */
-  delete(id: string): Promise<void>
+  delete(id: string): Promise<Settled<undefined>>
   /** `shutdown()`. */
-  shutdown(): Promise<void>
+  shutdown(): Promise<Settled<undefined>>
   /** What a turn's stream produced, `[chunk, ...]` as JSON: queued for the engine, nothing more. */
   feed(turnId: number, chunksJson: string): boolean
   /** The end of a turn's stream: `{ usage?, error?: { message, origin? } }` as JSON. */
@@ -119,19 +107,19 @@ export declare class NativeSandboxProcess {
   /** Its process id in the sandbox, when known. */
   get pid(): number | null
   /** The next batch of standard output, or `null` at its end. */
-  readStdout(): Promise<Buffer | null>
+  readStdout(): Promise<Settled<Buffer | undefined | null>>
   /** The next batch of standard error, or `null` at its end. */
-  readStderr(): Promise<Buffer | null>
+  readStderr(): Promise<Settled<Buffer | undefined | null>>
   /** Stops reading standard output: what comes next is dropped. */
-  cancelStdout(): Promise<void>
+  cancelStdout(): Promise<Settled<undefined>>
   /** Stops reading standard error: what comes next is dropped. */
-  cancelStderr(): Promise<void>
+  cancelStderr(): Promise<Settled<undefined>>
   /** Its exit code, once it has ended. */
-  wait(): Promise<number>
+  wait(): Promise<Settled<number>>
   /** Kills it and what it started; resolves once it has ended. Idempotent. */
-  kill(): Promise<void>
+  kill(): Promise<Settled<undefined>>
   /** Both streams read to their end, and the exit code: what `run` returns, in one crossing. */
-  collect(): Promise<CommandResult>
+  collect(): Promise<Settled<CommandResult>>
 }
 
 /** A provider of sandboxes: Docker containers, or local folders. */
@@ -139,11 +127,11 @@ export declare class NativeSandboxProvider {
   /** `harness-sessions.docker` or `harness-sessions.local`. */
   get providerId(): string
   /** Creates the sandbox of `sessionId` (a fresh name without one). */
-  createSession(sessionId?: string | undefined | null): Promise<NativeSandboxSession>
+  createSession(sessionId?: string | undefined | null): Promise<Settled<NativeSandboxSession>>
   /** The sandbox of `sessionId`, started again if it was stopped. */
-  resumeSession(sessionId: string): Promise<NativeSandboxSession>
+  resumeSession(sessionId: string): Promise<Settled<NativeSandboxSession>>
   /** The sandbox named `name`, found again or created: the sandbox `sharedSandbox()` forks. */
-  open(name: string): Promise<NativeSandboxSession>
+  open(name: string): Promise<Settled<NativeSandboxSession>>
 }
 
 /** A view of a sandbox. `js/sandbox.js` adds the `HarnessV1NetworkSandboxSession` methods. */
@@ -159,21 +147,21 @@ export declare class NativeSandboxSession {
   /** How to connect to `port`. */
   nativePortEndpoint(port: number, protocol?: string | undefined | null): PortEndpointInfo
   /** Starts a command; its output is read with the process's `read*` methods. */
-  nativeSpawn(options: CommandInit): Promise<NativeSandboxProcess>
+  nativeSpawn(options: CommandInit): Promise<Settled<NativeSandboxProcess>>
   /** The file at `path`, or `null`. */
-  nativeReadBytes(path: string): Promise<Buffer | null>
+  nativeReadBytes(path: string): Promise<Settled<Buffer | undefined | null>>
   /** A reader of the file at `path`, or `null`. */
-  nativeOpenRead(path: string): Promise<NativeFileReader | null>
+  nativeOpenRead(path: string): Promise<Settled<NativeFileReader | undefined | null>>
   /** Writes `content` to the file at `path`. */
-  nativeWriteBytes(path: string, content: Buffer): Promise<void>
+  nativeWriteBytes(path: string, content: Buffer): Promise<Settled<undefined>>
   /** A writer of the file at `path`: chunks go in with `write`, `finish` commits them. */
-  nativeOpenWrite(path: string): Promise<NativeFileWriter>
+  nativeOpenWrite(path: string): Promise<Settled<NativeFileWriter>>
   /** Stops the sandbox (or, for a fork, its processes). */
-  nativeStop(): Promise<void>
+  nativeStop(): Promise<Settled<undefined>>
   /** Stops and removes the sandbox (or, for a fork, its working directory). */
-  nativeDestroy(): Promise<void>
+  nativeDestroy(): Promise<Settled<undefined>>
   /** A view of the same sandbox with its own ports and working directory. */
-  nativeFork(options?: ForkInit | undefined | null): Promise<NativeSandboxSession>
+  nativeFork(options?: ForkInit | undefined | null): Promise<Settled<NativeSandboxSession>>
 }
 
 /** A strategy of the engine's own: `sharedSandbox()` or `sandboxPerSession()`. */
@@ -183,11 +171,11 @@ export declare class NativeSessionSandboxes {
   /** How many sandboxes are handed out now (held by a lease). */
   get handedOut(): number
   /** A sandbox for session `sessionId` (`resume` when it comes back from suspended). */
-  acquire(sessionId: string, resume?: boolean | undefined | null): Promise<NativeLease>
+  acquire(sessionId: string, resume?: boolean | undefined | null): Promise<Settled<NativeLease>>
   /** Frees what is kept for suspended session `sessionId`, which ends. */
-  discard(sessionId: string): Promise<void>
+  discard(sessionId: string): Promise<Settled<undefined>>
   /** Stops what the strategy keeps running. */
-  shutdown(): Promise<void>
+  shutdown(): Promise<Settled<undefined>>
   /** The native sandbox handed out as number `number`, as a new JavaScript object over it. */
   nativeSandbox(number: number): NativeSandboxSession | null
   /** The JavaScript handle of the sandbox handed out as number `number`, when it is one. */
@@ -211,49 +199,27 @@ export declare class NativeStore {
    */
   static sqlite(path: string, encryptionKey?: Buffer | undefined | null): NativeStore
   /** `save(record, resumeState?)`, both as JSON. */
-  save(recordJson: string, resumeStateJson?: string | undefined | null): Promise<void>
+  save(recordJson: string, resumeStateJson?: string | undefined | null): Promise<Settled<undefined>>
   /** `get(id)`: the record as JSON, or nothing. */
-  get(id: string): Promise<string | null>
+  get(id: string): Promise<Settled<string | undefined | null>>
   /** `list()`: the summaries as JSON. */
-  list(): Promise<string>
-  /**
-   * `list()` for a caller that keeps the summaries it was given (`js/summaries.js`): `[stamp,
-   * rows]`, the summaries stamped at most `known` left out (see `SessionStore::list_since`).
-   */
-  listSince(known: number): Promise<string>
+  list(): Promise<Settled<string>>
   /** `getResumeState(id)`: the state as JSON, or nothing. */
-  getResumeState(id: string): Promise<string | null>
+  getResumeState(id: string): Promise<Settled<string | undefined | null>>
   /** `delete(id)`. */
-  delete(id: string): Promise<void>
-  /**
-   * Whether the store answers at once (the memory store): `index.js` then calls the `*Now`
-   * methods, which do the work on the calling thread.
-   */
-  get immediate(): boolean
-  /** [`NativeStore::save`], done at once (an immediate store only). */
-  saveNow(recordJson: string, resumeStateJson?: string | undefined | null): void
-  /** [`NativeStore::get`], done at once (an immediate store only). */
-  getNow(id: string): string | null
-  /** [`NativeStore::list`], done at once (an immediate store only). */
-  listNow(): string
-  /** [`NativeStore::list_since`], done at once (an immediate store only). */
-  listSinceNow(known: number): string
-  /** [`NativeStore::get_resume_state`], done at once (an immediate store only). */
-  getResumeStateNow(id: string): string | null
-  /** [`NativeStore::delete`], done at once (an immediate store only). */
-  deleteNow(id: string): void
+  delete(id: string): Promise<Settled<undefined>>
   /**
    * `close()`: lets go of the store (the SQLite store closes its file, and frees it for
    * another store); later calls fail.
    */
-  close(): Promise<void>
+  close(): Promise<Settled<undefined>>
 }
 
 /**
  * Panics inside the addon, synchronously or inside a future, for the tests: the panic must reach
  * JavaScript as an error.
  */
-export declare function __panicForTests(inFuture: boolean): Promise<void>
+export declare function __panicForTests(inFuture: boolean): Promise<Settled<undefined>>
 
 /**
  * Builds the assistant message from UI message chunks as `readUIMessageStream` of `ai` does.
@@ -295,13 +261,13 @@ export declare function createLocalSandboxProvider(options: LocalSandboxInit): N
  * `sandboxPerSession({ maxSessions })`: its sandboxes made by `provider` natively when it is
  * given, else by the application's `create` and `resume` reached through `host`.
  */
-export declare function createSandboxPerSession(host: (arg0: string, arg1: string) => Promise<string>, optionsJson: string, provider?: NativeSandboxProvider | undefined | null): NativeSessionSandboxes
+export declare function createSandboxPerSession(host: (arg: string) => Promise<string>, optionsJson: string, provider?: NativeSandboxProvider | undefined | null): NativeSessionSandboxes
 
 /**
  * `sharedSandbox({ ports, stopWhenUnused })`, its `open` reached through `host`. Empty or
  * repeated ports are refused at once (`js/strategies.js` throws them as a `TypeError`).
  */
-export declare function createSharedSandbox(host: (arg0: string, arg1: string) => Promise<string>, optionsJson: string): NativeSessionSandboxes
+export declare function createSharedSandbox(host: (arg: string) => Promise<string>, optionsJson: string): NativeSessionSandboxes
 
 /** The options of `dockerSandbox()`, as JavaScript gives them. */
 export interface DockerSandboxInit {
@@ -365,3 +331,6 @@ export interface PortEndpointInfo {
   /** Headers to send, when there are any. */
   headers?: Record<string, string>
 }
+
+/** `Settled<T>` as `binding.d.ts` names it: the value itself (a failure rejects the promise). */
+export type Settled<T> = T

@@ -302,6 +302,20 @@ describe('a turn', () => {
     await sessions.shutdown();
   });
 
+  test('an errorMessage that throws or gives no string: the client is shown the masked text', async () => {
+    for (const errorMessage of [() => { throw new Error('errorMessage failed'); }, () => 42]) {
+      const { sessions } = testManager({
+        fakeAgent: createFakeAgent({ turns: [{ error: new Error('secret details') }] }),
+        errorMessage,
+      });
+      await sessions.create({ id: 'm', metadata: {} });
+      const { chunks, session } = await readTurn(await sessions.send('m', { message: 'hi' }));
+      assert.equal(chunks.find((c) => c.type === 'error').errorText, 'An error occurred.');
+      assert.equal(session.error, 'secret details', 'the session keeps the full message');
+      await sessions.shutdown();
+    }
+  });
+
   test('an agent that refuses the turn: send() rejects with its error, the session stays usable', async () => {
     const refusal = new Error('refused');
     const { sessions } = testManager({ fakeAgent: createFakeAgent({ turns: [{ fail: refusal }] }) });

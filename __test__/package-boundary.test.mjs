@@ -92,6 +92,11 @@ describe('errors', () => {
     const binding = require('../binding.js');
     for (const inFuture of [false, true]) {
       await assert.rejects(binding.__panicForTests(inFuture), (error) => {
+        // The error crosses as data: its code and details are properties, its message plain text.
+        assert.equal(error.code, 'SESSION_INTERNAL');
+        assert.deepEqual(error.details, {});
+        assert.match(error.message, /^An internal error|a deliberate panic/);
+        assert.doesNotMatch(error.message, /^\{/);
         const translated = require('../js/errors.js').fromNative(error);
         assert.ok(pkg.SessionError.isInstance(translated));
         assert.equal(translated.code, 'SESSION_INTERNAL');

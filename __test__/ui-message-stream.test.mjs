@@ -607,9 +607,9 @@ test('chunks that are not chunks are refused with an input error', () => {
     assert.throws(
       () => binding.accumulateUiMessage(null, json),
       (error) => {
-        const reason = JSON.parse(error.message);
-        assert.equal(reason.code, 'SESSION_INPUT');
-        assert.equal(reason.path, path);
+        // Errors cross as data: the code and the fields of its class are properties.
+        assert.equal(error.code, 'SESSION_INPUT');
+        assert.equal(error.details.path, path);
         return true;
       },
     );

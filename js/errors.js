@@ -182,19 +182,28 @@ class ErrorKeeper {
 const keeper = new ErrorKeeper();
 
 /**
- * The error to throw for `error`, a native one or any other: a native error becomes its class
- * (its details are a JSON object in its message), an application's error comes back as itself.
+ * The error to throw for `error`, a native one or any other: a native error (an `Error` with a
+ * `SESSION_*` `code` and the `details` of its class, as `src/binding/error.rs` builds it)
+ * becomes its class, an application's error comes back as itself.
  */
 function fromNative(error) {
-  if (!(error instanceof Error) || typeof error.message !== 'string' || !error.message.startsWith('{"code"')) {
+  if (
+    !(error instanceof Error) ||
+    typeof error.code !== 'string' ||
+    !error.code.startsWith('SESSION_') ||
+    error.details === null ||
+    typeof error.details !== 'object'
+  ) {
     return error;
   }
-  let details;
-  try {
-    details = JSON.parse(error.message);
-  } catch {
-    return error;
-  }
+  return fromDetails({ ...error.details, code: error.code, message: error.message });
+}
+
+/**
+ * The error of the engine's failure `details` (`{ code, message, sessionId?, status?, capacity?,
+ * path?, origin? }`): its class, or the application's own error when it is the origin.
+ */
+function fromDetails(details) {
   switch (details.code) {
     case 'SESSION_NOT_FOUND':
       return new SessionNotFoundError(details.sessionId);
@@ -250,6 +259,7 @@ module.exports = {
   SessionInputError,
   SessionOutputError,
   fromNative,
+  fromDetails,
   translating,
   keeper,
 };

@@ -2,7 +2,8 @@
 /**
  * What the JavaScript side of the engine's host functions shares: objects that stay in
  * JavaScript, known to Rust by number, and the answers a host function gives
- * (`{ ok: true, value }` or `{ ok: false, error: { message, origin } }`, as JSON text).
+ * (`{ ok: true, value }` or `{ ok: false, error: { message, origin } }`, as JSON text), which
+ * `dispatcher()` of `js/host.js` sends.
  */
 
 const { keeper } = require('./errors.js');

@@ -3,13 +3,14 @@
  * The host: the one function through which the engine reaches what the application supplied
  * (its agent, sandboxes, store and hooks) and the streams of the turns.
  *
- * Each call is an operation name and a JSON payload; the answer is always a promise of
- * `{ ok: true, value }` or `{ ok: false, error: { message, origin } }`, never a rejection: the
- * original JavaScript error stays here (`keeper`) and crosses as a number, so that `onError` and
- * a rejected `send()` see the very error the application threw.
+ * Each call is one JSON text, `{ op, ...arguments }` (the protocol of `src/binding/protocol.rs`,
+ * whose `HostOp` lists every operation); `dispatcher()` hands it to the function of that name.
+ * The answer is always a promise of `{ ok: true, value }` or `{ ok: false, error: { message,
+ * origin } }`, never a rejection: the original JavaScript error stays here (`keeper`) and crosses
+ * as a number, so that `onError` and a rejected `send()` see the very error the application threw.
  */
 
-const { keeper, fromNative } = require('./errors.js');
+const { keeper, fromDetails } = require('./errors.js');
 const { Handles, ok, failed } = require('./handles.js');
 
 const DONE = Promise.resolve('{"ok":true,"value":null}');
@@ -22,25 +23,18 @@ const DONE = Promise.resolve('{"ok":true,"value":null}');
  * @param {import('./turns.js').Turns} seams.turns
  * @param {(event: any) => void} seams.emit
  * @param {(error: unknown, context: { action: string, sessionId?: string }) => void} seams.onError
- * @param {(error: unknown) => string} seams.errorMessage
+ * @param {(error: unknown) => string} seams.clientMessage what a client is told of an error
+ *   (`clientMessenger()` of `js/harness-errors.js`)
  * @param {Function} [seams.approve]
  * @param {(number: number) => any} [seams.nativeSandbox] the sandbox a native strategy handed out
  *   as `number` (`{ native: number }`), when `sandboxes` is one
  * @param {Map<number, AbortSignal>} [seams.execSignals] the `abortSignal`s of the commands of
  *   `exec()` under way, by their number
  */
-function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessage, approve, nativeSandbox, execSignals }) {
+function createHost({ agent, sandboxes, store, turns, emit, onError, clientMessage, approve, nativeSandbox, execSignals }) {
   const agents = new Handles('agent');
   const sessions = new Handles('harness session');
   const leases = new Handles('lease');
-
-  const errorOf = (details) => {
-    if (details.origin !== undefined) {
-      const original = keeper.peek(details.origin);
-      if (original !== undefined) return original;
-    }
-    return fromNative(Object.assign(new Error(JSON.stringify({ code: details.code, message: details.message }))));
-  };
 
   const ops = {
     // agent() is called before the sandbox is acquired, as the reference does: one that throws
@@ -122,17 +116,16 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessag
     'client.finish'({ turnId, session }) {
       turns.finish(turnId, session);
     },
-    event(event) {
+    event({ event }) {
       emit(event);
     },
     error({ error, action, sessionId }) {
       const context = sessionId === undefined ? { action } : { action, sessionId };
-      onError(errorOf(error), context);
+      onError(fromDetails(error), context);
     },
     clientMessage({ error }) {
       const original = error.origin !== undefined ? keeper.peek(error.origin) : undefined;
-      const text = errorMessage(original ?? new Error(error.message));
-      return typeof text === 'string' ? text : 'An error occurred.';
+      return clientMessage(original ?? new Error(error.message));
     },
     async approve({ approval, session }) {
       const verdict = await approve(approval, { session });
@@ -167,8 +160,7 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessag
       if (lease == null || typeof lease !== 'object') {
         throw new TypeError('sandboxes.acquire() must give a lease { sandboxSession, suspend(), close() }');
       }
-      const id = leases.put(lease);
-      return { lease: id, sandbox: { js: id } };
+      return { lease: leases.put(lease) };
     },
     async 'lease.suspend'({ lease }) {
       await leases.take(lease).suspend?.();
@@ -188,12 +180,26 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessag
     },
   };
 
+  const host = dispatcher(ops, 'the host');
+  host.handles = () => ({ agents: agents.size, sessions: sessions.size, leases: leases.size });
+  return host;
+}
 
-  function host(op, payload) {
+/**
+ * The host function over `ops`, the functions of the operations by name: `host(call)` runs the
+ * operation `call` (JSON text, `{ op, ...arguments }`) names, with the call as its argument.
+ *
+ * @param {Record<string, (call: any) => any>} ops
+ * @param {string} what whose operations they are, for the error of an unknown one
+ * @returns {(call: string) => Promise<string>}
+ */
+function dispatcher(ops, what) {
+  return function host(text) {
     try {
-      const run = ops[op];
-      if (run === undefined) throw new Error(`the host has no operation ${op}`);
-      const result = run(JSON.parse(payload));
+      const call = JSON.parse(text);
+      const run = Object.hasOwn(ops, call.op) ? ops[call.op] : undefined;
+      if (run === undefined) throw new Error(`${what} has no operation ${call.op}`);
+      const result = run(call);
       if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
         return result.then(ok, failed);
       }
@@ -201,10 +207,7 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessag
     } catch (error) {
       return Promise.resolve(failed(error));
     }
-  }
-
-  host.handles = () => ({ agents: agents.size, sessions: sessions.size, leases: leases.size });
-  return host;
+  };
 }
 
-module.exports = { createHost };
+module.exports = { createHost, dispatcher };

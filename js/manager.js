@@ -18,7 +18,7 @@ const { messageChunks, streamOf } = require('./replay.js');
 const { NATIVE_STORE } = require('./stores.js');
 const { Summaries } = require('./summaries.js');
 const { nativeSandboxesOf } = require('./strategies.js');
-const { getHarnessErrorMessage } = require('./harness-errors.js');
+const { clientMessenger } = require('./harness-errors.js');
 const { hold, holding } = require('./keep-alive.js');
 
 const OPTION_NAMES = new Set([
@@ -83,7 +83,7 @@ function checkOptions(given) {
 function createSessionManager(given) {
   const options = checkOptions(given);
   const generateId = options.generateId ?? randomUUID;
-  const errorMessage = options.errorMessage ?? getHarnessErrorMessage;
+  const clientMessage = clientMessenger(options.errorMessage);
   const onError = options.onError ?? ((error, context) => console.error('[harness-sessions]', context, error));
   const store = options.store ?? require('./stores.js').createMemorySessionStore();
   const listeners = new Set();
@@ -97,7 +97,7 @@ function createSessionManager(given) {
   };
 
   let manager;
-  const turns = new Turns(() => manager, errorMessage, options.reconnectBufferChunks);
+  const turns = new Turns(() => manager, clientMessage, options.reconnectBufferChunks);
   // sharedSandbox() and sandboxPerSession() are strategies in Rust: the manager uses them directly.
   const nativeSandboxes = nativeSandboxesOf(options.sandboxes);
   const host = createHost({
@@ -116,7 +116,7 @@ function createSessionManager(given) {
       }
     },
     onError: (error, context) => reportError(error, context),
-    errorMessage,
+    clientMessage,
     approve: options.approve,
     nativeSandbox: nativeSandboxes?.sandboxSession,
     execSignals,
@@ -149,13 +149,7 @@ function createSessionManager(given) {
   const parse = (text) => (text == null ? undefined : JSON.parse(text));
   /** The summaries of the last list(), so that the next crosses only those written since. */
   const summaries = new Summaries();
-  const call = async (f) => {
-    try {
-      return await holding(f());
-    } catch (error) {
-      throw fromNative(error);
-    }
-  };
+  const call = (f) => translating(() => holding(f()));
 
   function sessionTurn(turn) {
     return {

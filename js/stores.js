@@ -144,11 +144,7 @@ function createSqliteSessionStore(options) {
       : fromEnvironment === undefined || fromEnvironment === ''
         ? null
         : readKey(fromEnvironment, KEY_VARIABLE);
-  try {
-    return wrap(native.NativeStore.sqlite(resolve(path), key));
-  } catch (error) {
-    throw fromNative(error);
-  }
+  return wrap(translating(() => native.NativeStore.sqlite(resolve(path), key)));
 }
 
 module.exports = { createMemorySessionStore, createSqliteSessionStore, NATIVE_STORE, wrap };

@@ -9,15 +9,16 @@
  * with no crossing per call.
  *
  * The engine reaches `open`, `create`, `resume` and the JavaScript sandboxes through a host
- * function of the strategy's own (the protocol of `js/host.js`): each object stays here and is
- * known to Rust by number. A `NativeSandboxSession` (what `dockerSandbox()` and `localSandbox()`
+ * function of the strategy's own (the `sandbox.*` operations of `src/binding/protocol.rs`, run by
+ * `js/host.js`'s `dispatcher`): each object stays here and is known to Rust by number. A `NativeSandboxSession` (what `dockerSandbox()` and `localSandbox()`
  * give) is handed over to Rust instead, which then forks, stops and destroys it natively.
  */
 
 const binding = require('./native.js');
-const { fromNative, SessionInputError } = require('./errors.js');
+const { fromNative, translating, SessionInputError } = require('./errors.js');
 const { isNativeSandboxSession } = require('./sandbox.js');
-const { Handles, ok, failed } = require('./handles.js');
+const { Handles } = require('./handles.js');
+const { dispatcher } = require('./host.js');
 const { holding } = require('./keep-alive.js');
 
 /** The native strategy behind a strategy object, and how to find the sandboxes it hands out. */
@@ -33,20 +34,6 @@ function checkNames(options, names, what) {
   }
 }
 
-
-/** A host function over `ops`: each answer a promise of `{ ok, value }` or `{ ok: false, error }`. */
-function hostOf(ops) {
-  return function host(op, payload) {
-    try {
-      const run = ops[op];
-      if (run === undefined) throw new Error(`the sandbox strategy has no operation ${op}`);
-      return Promise.resolve(run(JSON.parse(payload))).then(ok, failed);
-    } catch (error) {
-      return Promise.resolve(failed(error));
-    }
-  };
-}
-
 /**
  * What every strategy's host does with the sandboxes it keeps: the operations of `ops` on top.
  * `give(sandbox, what)` numbers a sandbox for Rust: a native one is handed over.
@@ -60,18 +47,18 @@ function sandboxOps(handles, getNative) {
     return { sandbox: handles.put(sandbox) };
   };
   const ops = {
-    async release({ sandbox }) {
+    async 'sandbox.release'({ sandbox }) {
       const view = handles.get(sandbox);
       if (typeof view.release === 'function') await view.release();
       else await view.stop?.();
     },
-    async stop({ sandbox }) {
+    async 'sandbox.stop'({ sandbox }) {
       await handles.get(sandbox).stop?.();
     },
-    async destroy({ sandbox }) {
+    async 'sandbox.destroy'({ sandbox }) {
       await handles.get(sandbox).destroy?.();
     },
-    forget({ sandbox }) {
+    'sandbox.forget'({ sandbox }) {
       handles.forget(sandbox);
     },
   };
@@ -83,13 +70,7 @@ function sandboxOps(handles, getNative) {
  * `abortSignal` of each acquire under way, by session id, for the callbacks it reaches.
  */
 function strategyObject(native, handles, signals) {
-  const call = async (f) => {
-    try {
-      return await holding(f());
-    } catch (error) {
-      throw fromNative(error);
-    }
-  };
+  const call = (f) => translating(() => holding(f()));
   /** The sandbox handed out as `number`: a new `NativeSandboxSession`, or the JavaScript object. */
   const sandboxSession = (number) => {
     const session = native.nativeSandbox(number);
@@ -162,7 +143,7 @@ function sharedSandbox(options) {
   const handles = new Handles('sandbox handle');
   let native;
   const { give, ops } = sandboxOps(handles, () => native);
-  ops.open = async () => {
+  ops['sandbox.open'] = async () => {
     const sandbox = await open();
     if (!isNativeSandboxSession(sandbox) && typeof sandbox?.fork !== 'function') {
       throw new TypeError(
@@ -171,14 +152,14 @@ function sharedSandbox(options) {
     }
     return give(sandbox, 'open()');
   };
-  ops.fork = async ({ sandbox, sessionId, port }) => {
+  ops['sandbox.fork'] = async ({ sandbox, sessionId, port }) => {
     // `sessionId` is an addition: forks that take `{ ports }` alone keep working. A fork that
     // takes it should give the session the same working directory every time (see the README).
     const view = await handles.get(sandbox).fork({ ports: [port], sessionId });
     return give(view, 'fork()');
   };
   try {
-    native = binding.createSharedSandbox(hostOf(ops), optionsJson({ ports, stopWhenUnused }));
+    native = binding.createSharedSandbox(dispatcher(ops, 'the sandbox strategy'), optionsJson({ ports, stopWhenUnused }));
   } catch (error) {
     const thrown = fromNative(error);
     if (SessionInputError.isInstance(thrown) && thrown.path === 'ports') throw new TypeError(thrown.message);
@@ -230,14 +211,14 @@ function sandboxPerSession(options) {
     const abortSignal = signals.get(sessionId);
     return abortSignal === undefined ? {} : { abortSignal };
   };
-  ops.create = async ({ sessionId }) => give(await create(sessionId, settings(sessionId)), 'create()');
-  ops.resume = async ({ sessionId }) => {
+  ops['sandbox.create'] = async ({ sessionId }) => give(await create(sessionId, settings(sessionId)), 'create()');
+  ops['sandbox.resume'] = async ({ sessionId }) => {
     if (resume === undefined) return null;
     const sandbox = await resume(sessionId, settings(sessionId));
     return sandbox == null ? null : give(sandbox, 'resume()');
   };
   try {
-    native = binding.createSandboxPerSession(hostOf(ops), optionsJson({ maxSessions }), nativeProvider);
+    native = binding.createSandboxPerSession(dispatcher(ops, 'the sandbox strategy'), optionsJson({ maxSessions }), nativeProvider);
   } catch (error) {
     throw fromNative(error);
   }

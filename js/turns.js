@@ -27,7 +27,7 @@ const DEFAULT_RECONNECT_BUFFER_CHUNKS = 20_000;
 
 class Turns {
   #native;
-  #errorMessage;
+  #clientMessage;
   #turns = new Map();
   /** The turn under way of each session, by session id, for `reconnect()`. */
   #live = new Map();
@@ -36,12 +36,13 @@ class Turns {
 
   /**
    * @param {() => any} native the `NativeManager`, once it exists
-   * @param {(error: unknown) => string} errorMessage what a client is told of an error
+   * @param {(error: unknown) => string} clientMessage what a client is told of an error
+   *   (`clientMessenger()` of `js/harness-errors.js`)
    * @param {number} [bufferChunks] the chunks of a turn kept as they are for `reconnect()`
    */
-  constructor(native, errorMessage, bufferChunks = DEFAULT_RECONNECT_BUFFER_CHUNKS) {
+  constructor(native, clientMessage, bufferChunks = DEFAULT_RECONNECT_BUFFER_CHUNKS) {
     this.#native = native;
-    this.#errorMessage = errorMessage;
+    this.#clientMessage = clientMessage;
     this.#bufferChunks = bufferChunks;
   }
 
@@ -318,15 +319,6 @@ class Turns {
   abort(turnId, reason) {
     const turn = this.#turns.get(turnId);
     if (turn !== undefined && !turn.abort.signal.aborted) turn.abort.abort(reason);
-  }
-
-  #clientMessage(error) {
-    try {
-      const text = this.#errorMessage(error);
-      return typeof text === 'string' ? text : 'An error occurred.';
-    } catch {
-      return 'An error occurred.';
-    }
   }
 }
 

@@ -3,7 +3,7 @@
 
 use napi_derive::napi;
 
-use super::error::{guard, guard_sync};
+use super::error::{guard, Settled};
 use crate::engine::error::SessionError;
 
 /// The version of the native addon.
@@ -15,7 +15,7 @@ pub fn native_version() -> String {
 /// Panics inside the addon, synchronously or inside a future, for the tests: the panic must reach
 /// JavaScript as an error.
 #[napi(js_name = "__panicForTests")]
-pub async fn panic_for_tests(in_future: bool) -> napi::Result<()> {
+pub async fn panic_for_tests(in_future: bool) -> Settled<()> {
     if in_future {
         guard(async {
             tokio::task::yield_now().await;
@@ -25,6 +25,10 @@ pub async fn panic_for_tests(in_future: bool) -> napi::Result<()> {
         })
         .await
     } else {
-        guard_sync(|| panic!("a deliberate panic"))
+        Settled::from(
+            std::panic::catch_unwind(|| panic!("a deliberate panic")).map_err(|payload| {
+                SessionError::internal(crate::engine::error::panic_message(&*payload))
+            }),
+        )
     }
 }

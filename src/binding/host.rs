@@ -1,40 +1,36 @@
-//! The host: the one JavaScript function the engine calls to reach what the application supplied.
+//! The host: the one JavaScript function the binding calls to reach what the application supplied.
 //!
-//! `index.js` hands the binding a function `host(op, payload)`; every call the engine makes into
+//! `js/host.js` hands the binding a function `host(call)`; every call the engine makes into
 //! JavaScript (an agent's `createSession`, a store's `save`, a chunk for a client, an event) goes
-//! through it, as an operation name and a JSON payload, in order. It answers with a promise of a
-//! JSON text: `{"ok":true,"value":...}` or `{"ok":false,"error":{"message":...,"origin":n}}`,
-//! where `origin` numbers the original JavaScript error, kept on that side. One function, so one
-//! queue: what the engine sends arrives in the order it was sent.
+//! through it, as one [`HostOp`] in JSON (see [`super::protocol`]), in order. It answers with a
+//! promise of a JSON text: `{"ok":true,"value":...}` or `{"ok":false,"error":{"message":...,
+//! "origin":n}}`, where `origin` numbers the original JavaScript error, kept on that side. One
+//! function, so one queue: what the engine sends arrives in the order it was sent.
 //!
 //! The function is held weakly: it never keeps Node's event loop alive by itself.
 
-use napi::bindgen_prelude::{FnArgs, Function, Promise};
+use napi::bindgen_prelude::{Function, Promise};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
-use serde_json::{json, Value};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
+use super::protocol::{op_name, HostOp};
 use crate::engine::error::{Result, SessionError};
 
-type HostFunction = ThreadsafeFunction<
-    FnArgs<(String, String)>,
-    Promise<String>,
-    FnArgs<(String, String)>,
-    Status,
-    false,
-    true,
->;
+type HostFunction = ThreadsafeFunction<String, Promise<String>, String, Status, false, true>;
 
-/// The JavaScript host of one manager.
+/// The function `host(call)` JavaScript hands the binding, `call` the JSON text of a [`HostOp`].
+pub(crate) type HostFn<'a> = Function<'a, String, Promise<String>>;
+
+/// The JavaScript host of one manager, or of one sandbox strategy.
 pub(crate) struct Host {
     function: HostFunction,
 }
 
 impl Host {
-    /// Wraps the JavaScript function `host(op, payload)`.
-    pub(crate) fn new(
-        function: Function<'_, FnArgs<(String, String)>, Promise<String>>,
-    ) -> napi::Result<Host> {
+    /// Wraps the JavaScript function `host(call)`.
+    pub(crate) fn new(function: HostFn<'_>) -> napi::Result<Host> {
         let function = function
             .build_threadsafe_function()
             .callee_handled::<false>()
@@ -43,23 +39,32 @@ impl Host {
         Ok(Host { function })
     }
 
-    /// Calls operation `op` with `payload`, and waits for its answer.
+    /// Asks JavaScript for `op`, and reads its answer as a `T`.
     ///
     /// # Errors
-    /// What the JavaScript side failed with, as [`SessionError::Host`] with its original error.
-    pub(crate) async fn call(&self, op: &str, payload: Value) -> Result<Value> {
-        let text = self.call_raw(op, payload).await?;
+    /// What the JavaScript side failed with, as [`SessionError::Host`] with its original error;
+    /// an answer of the wrong shape, as [`SessionError::Host`].
+    pub(crate) async fn call<T: DeserializeOwned>(&self, op: HostOp<'_>) -> Result<T> {
+        let call = op.to_json();
+        let text = self.send(&call).await?;
         serde_json::from_str(&text).map_err(|e| {
-            SessionError::internal(format!("the host answered {op} with no JSON: {e}"))
+            SessionError::host(format!(
+                "the answer to {} is not of the right shape: {e}",
+                op_name(&call)
+            ))
         })
     }
 
-    /// Calls operation `op` with `payload`, and gives its answer's value as JSON text, for the
-    /// caller to read into its own type (records keep their messages as text).
+    /// Asks JavaScript for `op`, and gives its answer's value as JSON text, for the caller to
+    /// read into its own type (records keep their messages as text).
     ///
     /// # Errors
     /// What the JavaScript side failed with, as [`SessionError::Host`] with its original error.
-    pub(crate) async fn call_raw(&self, op: &str, payload: Value) -> Result<String> {
+    pub(crate) async fn call_raw(&self, op: HostOp<'_>) -> Result<String> {
+        self.send(&op.to_json()).await
+    }
+
+    async fn send(&self, call: &str) -> Result<String> {
         #[derive(serde::Deserialize)]
         struct Answer<'a> {
             ok: bool,
@@ -68,9 +73,10 @@ impl Host {
             #[serde(default)]
             error: Option<Value>,
         }
+        let op = op_name(call);
         let promise = self
             .function
-            .call_async_catch(FnArgs::from((op.to_owned(), payload.to_string())))
+            .call_async_catch(call.to_owned())
             .await
             .map_err(|e| lost(op, &e.reason))?;
         let text = promise.await.map_err(|e| lost(op, &e.reason))?;
@@ -85,12 +91,10 @@ impl Host {
             .map_or_else(|| "null".to_owned(), |v| v.get().to_owned()))
     }
 
-    /// Sends `op` with `payload` without waiting: events, chunks for a client.
-    pub(crate) fn notify(&self, op: &str, payload: Value) {
-        self.function.call(
-            FnArgs::from((op.to_owned(), payload.to_string())),
-            ThreadsafeFunctionCallMode::NonBlocking,
-        );
+    /// Sends `op` without waiting: events, chunks for a client.
+    pub(crate) fn notify(&self, op: HostOp<'_>) {
+        self.function
+            .call(op.to_json(), ThreadsafeFunctionCallMode::NonBlocking);
     }
 }
 
@@ -115,15 +119,4 @@ fn lost(op: &str, reason: &str) -> SessionError {
     SessionError::internal(format!(
         "the JavaScript side of {op} could not be reached: {reason}"
     ))
-}
-
-/// The JSON of an engine error, for the host: its message and original error.
-pub(crate) fn error_json(error: &SessionError) -> Value {
-    match error {
-        SessionError::Host {
-            message,
-            origin: Some(origin),
-        } => json!({ "message": message, "origin": origin, "code": error.code() }),
-        other => json!({ "message": other.to_string(), "code": other.code() }),
-    }
 }

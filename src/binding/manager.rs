@@ -7,15 +7,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use napi::bindgen_prelude::{FnArgs, Function, Promise};
+use napi::bindgen_prelude::{Function, Promise};
 use napi::threadsafe_function::ThreadsafeFunction;
-use napi::Status;
+use napi::{Env, Status};
 use napi_derive::napi;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::error::{guard, guard_sync};
+use super::error::{guard, guard_sync, Settled};
 use super::host::{host_failure, Host};
 use super::seams::{Feeds, JsAgent, JsClients, JsHooks, JsSandboxes, JsStore};
 use super::store::NativeStore;
@@ -212,13 +212,14 @@ impl NativeManager {
     /// strategies (`sharedSandbox()`, `sandboxPerSession()`).
     #[napi(constructor)]
     pub fn new(
-        host: Function<FnArgs<(String, String)>, Promise<String>>,
+        env: Env,
+        host: Function<'_, String, Promise<String>>,
         options_json: String,
         store: Option<&NativeStore>,
         sandboxes: Option<&NativeSessionSandboxes>,
     ) -> napi::Result<NativeManager> {
         let host = Arc::new(Host::new(host)?);
-        guard_sync(|| {
+        guard_sync(&env, || {
             let (options, capacity, approves) = read_options(&options_json)?;
             let feeds = Arc::new(Feeds::default());
             let store: Arc<dyn SessionStore> = match store {
@@ -232,6 +233,7 @@ impl NativeManager {
                 agent: Arc::new(JsAgent {
                     host: host.clone(),
                     feeds: feeds.clone(),
+                    native_sandboxes: sandboxes.is_some(),
                 }),
                 sandboxes: match sandboxes {
                     Some(sandboxes) => sandboxes.strategy(),
@@ -262,7 +264,7 @@ impl NativeManager {
         id: String,
         metadata_json: String,
         history_json: Option<String>,
-    ) -> napi::Result<String> {
+    ) -> Settled<String> {
         guard(async {
             let metadata = argument(&metadata_json, "metadata")?;
             let history = match history_json {
@@ -284,7 +286,7 @@ impl NativeManager {
 
     /// `get(id)`: the record as JSON, or nothing.
     #[napi]
-    pub async fn get(&self, id: String) -> napi::Result<Option<String>> {
+    pub async fn get(&self, id: String) -> Settled<Option<String>> {
         guard(async {
             match self.manager.get(&id).await? {
                 Some(record) => to_json(&record).map(Some),
@@ -296,21 +298,21 @@ impl NativeManager {
 
     /// `list()`: the summaries as JSON.
     #[napi]
-    pub async fn list(&self) -> napi::Result<String> {
+    pub async fn list(&self) -> Settled<String> {
         guard(self.manager.list_json()).await
     }
 
     /// `list()` for a caller that keeps the summaries it was given (`js/summaries.js`): `[stamp,
     /// rows]`, the summaries stamped at most `known` left out (see `SessionStore::list_since`).
     #[napi]
-    pub async fn list_since(&self, known: f64) -> napi::Result<String> {
+    pub async fn list_since(&self, known: f64) -> Settled<String> {
         guard(self.manager.list_since(super::store::stamp(known))).await
     }
 
     /// `send(id, ...)`: `{ turnId, message, prompt?, replyId, messageId }` as JSON; answers
     /// `{ messageId, session }`.
     #[napi]
-    pub async fn send(&self, id: String, request_json: String) -> napi::Result<String> {
+    pub async fn send(&self, id: String, request_json: String) -> Settled<String> {
         guard(async {
             let args: SendArgs = argument(&request_json, "options")?;
             let started = self
@@ -338,7 +340,7 @@ impl NativeManager {
     /// `continue(id, ...)`: `{ turnId, message?, toolApprovalContinuations?,
     /// toolResultContinuations? }` as JSON; answers `{ messageId, session }`.
     #[napi(js_name = "continue")]
-    pub async fn continue_turn(&self, id: String, request_json: String) -> napi::Result<String> {
+    pub async fn continue_turn(&self, id: String, request_json: String) -> Settled<String> {
         guard(async {
             let args: ContinueArgs = argument(&request_json, "options")?;
             let started = self
@@ -364,7 +366,7 @@ impl NativeManager {
 
     /// `exec(id, ...)`: `{ execId, command, key?, maxOutputBytes? }` as JSON; answers the result.
     #[napi]
-    pub async fn exec(&self, id: String, request_json: String) -> napi::Result<String> {
+    pub async fn exec(&self, id: String, request_json: String) -> Settled<String> {
         guard(async {
             let args: ExecArgs = argument(&request_json, "options")?;
             let result = self
@@ -404,7 +406,7 @@ impl NativeManager {
 
     /// `update(id, { metadata })`, the metadata as JSON.
     #[napi]
-    pub async fn update(&self, id: String, metadata_json: String) -> napi::Result<String> {
+    pub async fn update(&self, id: String, metadata_json: String) -> Settled<String> {
         guard(async {
             let metadata = argument(&metadata_json, "metadata")?;
             to_json(&self.manager.update(&id, metadata).await?)
@@ -417,7 +419,7 @@ impl NativeManager {
     /// or `null` when the application's function threw (nothing changes then, and `index.js`
     /// throws what it threw).
     #[napi(ts_args_type = "id: string, change: (metadataJson: string) => Promise<string | null>")]
-    pub async fn update_with(&self, id: String, change: MetadataChange) -> napi::Result<String> {
+    pub async fn update_with(&self, id: String, change: MetadataChange) -> Settled<String> {
         guard(async {
             let summary = self
                 .manager
@@ -442,7 +444,7 @@ impl NativeManager {
 
     /// `interrupt(id)`.
     #[napi]
-    pub async fn interrupt(&self, id: String) -> napi::Result<()> {
+    pub async fn interrupt(&self, id: String) -> Settled<()> {
         guard(self.manager.interrupt(&id)).await
     }
 
@@ -454,25 +456,25 @@ impl NativeManager {
 
     /// `suspend(id)`.
     #[napi]
-    pub async fn suspend(&self, id: String) -> napi::Result<String> {
+    pub async fn suspend(&self, id: String) -> Settled<String> {
         guard(async { to_json(&self.manager.suspend(&id).await?) }).await
     }
 
     /// `close(id)`.
     #[napi]
-    pub async fn close(&self, id: String) -> napi::Result<String> {
+    pub async fn close(&self, id: String) -> Settled<String> {
         guard(async { to_json(&self.manager.close(&id).await?) }).await
     }
 
     /// `delete(id)`.
     #[napi]
-    pub async fn delete(&self, id: String) -> napi::Result<()> {
+    pub async fn delete(&self, id: String) -> Settled<()> {
         guard(self.manager.delete(&id)).await
     }
 
     /// `shutdown()`.
     #[napi]
-    pub async fn shutdown(&self) -> napi::Result<()> {
+    pub async fn shutdown(&self) -> Settled<()> {
         guard(self.manager.shutdown()).await
     }
 

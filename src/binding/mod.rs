@@ -1,8 +1,9 @@
 //! The N-API binding: the only code that knows of Node.
 //!
-//! Each submodule exports one concept to JavaScript. Errors cross as [`error::to_js`] builds them,
-//! and every entry point runs behind [`error::guard`] or `catch_unwind`, so that a Rust panic
-//! reaches JavaScript as an error and never aborts the process.
+//! Each submodule exports one concept to JavaScript. What the binding asks of JavaScript is one
+//! [`protocol::HostOp`] through a [`host::Host`]. Errors cross as data (see [`error`]), and every
+//! entry point runs behind [`error::guard`] or [`error::guard_sync`], so that a Rust panic reaches
+//! JavaScript as an error and never aborts the process.
 
 // Exports are reached from JavaScript, not from Rust: `pub` is what napi needs of them.
 #![allow(unreachable_pub)]
@@ -13,6 +14,7 @@ mod diagnostics;
 mod error;
 mod host;
 mod manager;
+mod protocol;
 mod sandbox;
 mod seams;
 mod store;

@@ -23,9 +23,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use napi::bindgen_prelude::{Buffer, Either};
+use napi::Env;
 use napi_derive::napi;
 
-use super::error::{guard, guard_sync};
+use super::error::{guard, guard_sync, Settled};
 use crate::engine::error::SessionError;
 use crate::engine::sandbox::docker::{self, DockerSandbox, DockerSandboxOptions, NetworkMode};
 use crate::engine::sandbox::local::{LocalSandbox, LocalSandboxOptions};
@@ -195,9 +196,10 @@ impl NativeSandboxProvider {
 /// The provider of `dockerSandbox(options)`. Reaches no engine until a session is created.
 #[napi]
 pub fn create_docker_sandbox_provider(
+    env: Env,
     options: DockerSandboxInit,
 ) -> napi::Result<NativeSandboxProvider> {
-    guard_sync(|| {
+    guard_sync(&env, || {
         let inner = DockerSandbox::new(docker_options(options)?)?;
         Ok(NativeSandboxProvider {
             inner: Arc::new(inner),
@@ -208,9 +210,10 @@ pub fn create_docker_sandbox_provider(
 /// The provider of `localSandbox(options)`.
 #[napi]
 pub fn create_local_sandbox_provider(
+    env: Env,
     options: LocalSandboxInit,
 ) -> napi::Result<NativeSandboxProvider> {
-    guard_sync(|| {
+    guard_sync(&env, || {
         let root = options
             .root
             .filter(|root| !root.is_empty())
@@ -248,7 +251,7 @@ impl NativeSandboxProvider {
     pub async fn create_session(
         &self,
         session_id: Option<String>,
-    ) -> napi::Result<NativeSandboxSession> {
+    ) -> Settled<NativeSandboxSession> {
         let inner = self.inner.clone();
         guard(async move {
             inner
@@ -261,7 +264,7 @@ impl NativeSandboxProvider {
 
     /// The sandbox of `sessionId`, started again if it was stopped.
     #[napi]
-    pub async fn resume_session(&self, session_id: String) -> napi::Result<NativeSandboxSession> {
+    pub async fn resume_session(&self, session_id: String) -> Settled<NativeSandboxSession> {
         let inner = self.inner.clone();
         guard(async move {
             inner
@@ -274,7 +277,7 @@ impl NativeSandboxProvider {
 
     /// The sandbox named `name`, found again or created: the sandbox `sharedSandbox()` forks.
     #[napi]
-    pub async fn open(&self, name: String) -> napi::Result<NativeSandboxSession> {
+    pub async fn open(&self, name: String) -> Settled<NativeSandboxSession> {
         let inner = self.inner.clone();
         guard(async move { inner.open(&name).await.map(NativeSandboxSession::new) }).await
     }
@@ -333,10 +336,11 @@ impl NativeSandboxSession {
     #[napi]
     pub fn native_port_endpoint(
         &self,
+        env: Env,
         port: u32,
         protocol: Option<String>,
     ) -> napi::Result<PortEndpointInfo> {
-        guard_sync(|| {
+        guard_sync(&env, || {
             let protocol = protocol
                 .as_deref()
                 .map(PortProtocol::parse)
@@ -356,7 +360,7 @@ impl NativeSandboxSession {
 
     /// Starts a command; its output is read with the process's `read*` methods.
     #[napi]
-    pub async fn native_spawn(&self, options: CommandInit) -> napi::Result<NativeSandboxProcess> {
+    pub async fn native_spawn(&self, options: CommandInit) -> Settled<NativeSandboxProcess> {
         let inner = self.inner.clone();
         guard(async move {
             let command = Command {
@@ -371,21 +375,21 @@ impl NativeSandboxSession {
 
     /// The file at `path`, or `null`.
     #[napi]
-    pub async fn native_read_bytes(&self, path: String) -> napi::Result<Option<Buffer>> {
+    pub async fn native_read_bytes(&self, path: String) -> Settled<Option<Buffer>> {
         let inner = self.inner.clone();
         guard(async move { Ok(inner.read_bytes(&path).await?.map(Buffer::from)) }).await
     }
 
     /// A reader of the file at `path`, or `null`.
     #[napi]
-    pub async fn native_open_read(&self, path: String) -> napi::Result<Option<NativeFileReader>> {
+    pub async fn native_open_read(&self, path: String) -> Settled<Option<NativeFileReader>> {
         let inner = self.inner.clone();
         guard(async move { Ok(inner.read_file(&path).await?.map(NativeFileReader::new)) }).await
     }
 
     /// Writes `content` to the file at `path`.
     #[napi]
-    pub async fn native_write_bytes(&self, path: String, content: Buffer) -> napi::Result<()> {
+    pub async fn native_write_bytes(&self, path: String, content: Buffer) -> Settled<()> {
         let inner = self.inner.clone();
         let content = content.to_vec();
         guard(async move { inner.write_bytes(&path, content).await }).await
@@ -393,31 +397,28 @@ impl NativeSandboxSession {
 
     /// A writer of the file at `path`: chunks go in with `write`, `finish` commits them.
     #[napi]
-    pub async fn native_open_write(&self, path: String) -> napi::Result<NativeFileWriter> {
+    pub async fn native_open_write(&self, path: String) -> Settled<NativeFileWriter> {
         let inner = self.inner.clone();
         guard(async move { Ok(NativeFileWriter::start(inner, path)) }).await
     }
 
     /// Stops the sandbox (or, for a fork, its processes).
     #[napi]
-    pub async fn native_stop(&self) -> napi::Result<()> {
+    pub async fn native_stop(&self) -> Settled<()> {
         let inner = self.inner.clone();
         guard(async move { inner.stop().await }).await
     }
 
     /// Stops and removes the sandbox (or, for a fork, its working directory).
     #[napi]
-    pub async fn native_destroy(&self) -> napi::Result<()> {
+    pub async fn native_destroy(&self) -> Settled<()> {
         let inner = self.inner.clone();
         guard(async move { inner.destroy().await }).await
     }
 
     /// A view of the same sandbox with its own ports and working directory.
     #[napi]
-    pub async fn native_fork(
-        &self,
-        options: Option<ForkInit>,
-    ) -> napi::Result<NativeSandboxSession> {
+    pub async fn native_fork(&self, options: Option<ForkInit>) -> Settled<NativeSandboxSession> {
         let inner = self.inner.clone();
         guard(async move {
             let options = options.unwrap_or(ForkInit {

@@ -11,7 +11,7 @@ use napi_derive::napi;
 use tokio::sync::{mpsc, oneshot, watch, Mutex};
 
 use super::CommandResult;
-use crate::binding::error::guard;
+use crate::binding::error::{guard, Settled};
 use crate::engine::error::{Result, SessionError};
 use crate::engine::sandbox::{
     FileStream, OutputReader, ProcessControl, SandboxProcess, SandboxSession,
@@ -69,7 +69,7 @@ impl<T> Source<T> {
 }
 
 /// The next batch of `source`, read with `read`, as a `Buffer`; `None` at its end.
-async fn read_batch<T, F>(source: Arc<Source<T>>, read: F) -> napi::Result<Option<Buffer>>
+async fn read_batch<T, F>(source: Arc<Source<T>>, read: F) -> Settled<Option<Buffer>>
 where
     T: Send + 'static,
     F: for<'a> FnOnce(&'a mut T) -> futures::future::BoxFuture<'a, Result<Option<Bytes>>>
@@ -86,7 +86,7 @@ where
 }
 
 /// Cancels `source`: what comes next is dropped.
-async fn cancel<T: Send + 'static>(source: Arc<Source<T>>) -> napi::Result<()> {
+async fn cancel<T: Send + 'static>(source: Arc<Source<T>>) -> Settled<()> {
     guard(async move {
         source.cancel().await;
         Ok(())
@@ -128,45 +128,45 @@ impl NativeSandboxProcess {
 
     /// The next batch of standard output, or `null` at its end.
     #[napi]
-    pub async fn read_stdout(&self) -> napi::Result<Option<Buffer>> {
+    pub async fn read_stdout(&self) -> Settled<Option<Buffer>> {
         read_batch(self.stdout.clone(), read_output).await
     }
 
     /// The next batch of standard error, or `null` at its end.
     #[napi]
-    pub async fn read_stderr(&self) -> napi::Result<Option<Buffer>> {
+    pub async fn read_stderr(&self) -> Settled<Option<Buffer>> {
         read_batch(self.stderr.clone(), read_output).await
     }
 
     /// Stops reading standard output: what comes next is dropped.
     #[napi]
-    pub async fn cancel_stdout(&self) -> napi::Result<()> {
+    pub async fn cancel_stdout(&self) -> Settled<()> {
         cancel(self.stdout.clone()).await
     }
 
     /// Stops reading standard error: what comes next is dropped.
     #[napi]
-    pub async fn cancel_stderr(&self) -> napi::Result<()> {
+    pub async fn cancel_stderr(&self) -> Settled<()> {
         cancel(self.stderr.clone()).await
     }
 
     /// Its exit code, once it has ended.
     #[napi]
-    pub async fn wait(&self) -> napi::Result<i32> {
+    pub async fn wait(&self) -> Settled<i32> {
         let control = self.control.clone();
         guard(async move { control.wait().await.map(|status| status.code) }).await
     }
 
     /// Kills it and what it started; resolves once it has ended. Idempotent.
     #[napi]
-    pub async fn kill(&self) -> napi::Result<()> {
+    pub async fn kill(&self) -> Settled<()> {
         let control = self.control.clone();
         guard(async move { control.kill().await }).await
     }
 
     /// Both streams read to their end, and the exit code: what `run` returns, in one crossing.
     #[napi]
-    pub async fn collect(&self) -> napi::Result<CommandResult> {
+    pub async fn collect(&self) -> Settled<CommandResult> {
         let (stdout, stderr, control) = (
             self.stdout.clone(),
             self.stderr.clone(),
@@ -235,13 +235,13 @@ fn read_file_batch(
 impl NativeFileReader {
     /// The next batch of the file, or `null` at its end.
     #[napi]
-    pub async fn read(&self) -> napi::Result<Option<Buffer>> {
+    pub async fn read(&self) -> Settled<Option<Buffer>> {
         read_batch(self.source.clone(), read_file_batch).await
     }
 
     /// Stops reading.
     #[napi]
-    pub async fn cancel(&self) -> napi::Result<()> {
+    pub async fn cancel(&self) -> Settled<()> {
         cancel(self.source.clone()).await
     }
 }
@@ -291,7 +291,7 @@ impl NativeFileWriter {
 impl NativeFileWriter {
     /// Sends a chunk; waits while the write is behind.
     #[napi]
-    pub async fn write(&self, chunk: Buffer) -> napi::Result<()> {
+    pub async fn write(&self, chunk: Buffer) -> Settled<()> {
         let chunk = Bytes::from(chunk.to_vec());
         guard(async move {
             let sender = self.chunks.lock().await.clone();
@@ -312,13 +312,13 @@ impl NativeFileWriter {
 
     /// Ends the content and waits for the file to be written.
     #[napi]
-    pub async fn finish(&self) -> napi::Result<()> {
+    pub async fn finish(&self) -> Settled<()> {
         guard(self.outcome()).await
     }
 
     /// Gives up: the file is left as it was.
     #[napi]
-    pub async fn abort(&self, reason: Option<String>) -> napi::Result<()> {
+    pub async fn abort(&self, reason: Option<String>) -> Settled<()> {
         guard(async move {
             if let Some(sender) = self.chunks.lock().await.take() {
                 let reason = reason.unwrap_or_else(|| "the content stream failed".to_owned());

@@ -8,7 +8,12 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::host::{error_json, Host};
+use super::error::error_data;
+use super::host::Host;
+use super::protocol::{
+    AgentChosen, CommandAnswer, HostOp, LeaseGiven, SandboxWire, SessionOpened, Stopped,
+    TurnInputWire,
+};
 use crate::engine::agent::{
     Agent, CommandOutput, CommandRun, HarnessSession, OpenRequest, TurnControl, TurnFeed,
     TurnInput, TurnStart,
@@ -52,66 +57,49 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A handle number from a host answer.
-fn handle(value: &Value, field: &str) -> Result<u64> {
-    value
-        .get(field)
-        .and_then(Value::as_u64)
-        .ok_or_else(|| SessionError::internal(format!("the host answered without a {field}")))
-}
-
-fn sandbox_json(sandbox: &SandboxRef) -> Value {
-    match sandbox {
-        SandboxRef::Js(id) => json!({ "js": id }),
-        SandboxRef::Native(id) => json!({ "native": id }),
-        SandboxRef::None => Value::Null,
-    }
-}
-
-fn sandbox_ref(value: Option<&Value>) -> SandboxRef {
-    let value = value.unwrap_or(&Value::Null);
-    if let Some(id) = value.get("js").and_then(Value::as_u64) {
-        SandboxRef::Js(id)
-    } else if let Some(id) = value.get("native").and_then(Value::as_u64) {
-        SandboxRef::Native(id)
-    } else {
-        SandboxRef::None
-    }
-}
-
 /// The application's agent function and its `SessionAgent`s.
 pub(crate) struct JsAgent {
     pub(crate) host: Arc<Host>,
     pub(crate) feeds: Arc<Feeds>,
+    /// Whether the manager's sandboxes are one of the engine's strategies, whose sandboxes are
+    /// numbered natively; else they are the application's, numbered by their lease in JavaScript.
+    pub(crate) native_sandboxes: bool,
 }
 
 #[async_trait]
 impl Agent for JsAgent {
     async fn choose(&self, session_id: &str, metadata: &Value) -> Result<Value> {
-        let payload = json!({ "sessionId": session_id, "metadata": metadata });
-        let answer = self.host.call("agent.choose", payload).await?;
-        Ok(json!(handle(&answer, "agent")?))
+        let op = HostOp::AgentChoose {
+            session_id,
+            metadata,
+        };
+        let chosen: AgentChosen = self.host.call(op).await?;
+        Ok(json!(chosen.agent))
     }
 
     fn forget(&self, chosen: Value) {
-        self.host.notify("agent.forget", json!({ "agent": chosen }));
+        self.host.notify(HostOp::AgentForget { agent: &chosen });
     }
 
     async fn open(&self, request: OpenRequest) -> Result<Box<dyn HarnessSession>> {
-        let mut payload = json!({
-            "sessionId": request.session_id,
-            "metadata": request.metadata,
-            "sandbox": sandbox_json(&request.sandbox),
-            "agent": request.chosen,
-        });
-        if let (Some(state), Some(object)) = (request.resume_from, payload.as_object_mut()) {
-            object.insert("resumeFrom".into(), state);
-        }
-        let answer = self.host.call("agent.open", payload).await?;
+        let op = HostOp::AgentOpen {
+            session_id: &request.session_id,
+            metadata: &request.metadata,
+            sandbox: request.sandbox.number().map(|number| {
+                if self.native_sandboxes {
+                    SandboxWire::Native(number)
+                } else {
+                    SandboxWire::Js(number)
+                }
+            }),
+            agent: &request.chosen,
+            resume_from: request.resume_from.as_ref(),
+        };
+        let opened: SessionOpened = self.host.call(op).await?;
         Ok(Box::new(JsHarnessSession {
             host: self.host.clone(),
             feeds: self.feeds.clone(),
-            handle: handle(&answer, "session")?,
+            handle: opened.session,
         }))
     }
 }
@@ -126,28 +114,27 @@ struct JsHarnessSession {
 #[async_trait]
 impl HarnessSession for JsHarnessSession {
     async fn start_turn(&self, turn: TurnStart, feed: TurnFeed) -> Result<Box<dyn TurnControl>> {
-        let input = match turn.input {
-            TurnInput::Prompt(prompt) => json!({ "prompt": prompt }),
+        let input = match &turn.input {
+            TurnInput::Prompt(prompt) => TurnInputWire::Prompt { prompt },
             TurnInput::Continue {
                 approvals,
                 tool_results,
-            } => {
-                json!({ "toolApprovalContinuations": approvals, "toolResultContinuations": tool_results })
-            }
+            } => TurnInputWire::Continue {
+                tool_approval_continuations: approvals,
+                tool_result_continuations: tool_results,
+            },
         };
-        let mut payload = json!({
-            "session": self.handle,
-            "turnId": turn.turn_id,
-            "input": input,
-            "messageId": turn.message_id,
-            "dropStart": turn.drop_start,
-            "holdApprovals": turn.hold_approvals,
-        });
-        if let (Some(message), Some(object)) = (turn.continues, payload.as_object_mut()) {
-            object.insert("continues".into(), message);
-        }
+        let op = HostOp::SessionTurn {
+            session: self.handle,
+            turn_id: turn.turn_id,
+            input,
+            message_id: &turn.message_id,
+            drop_start: turn.drop_start,
+            hold_approvals: turn.hold_approvals,
+            continues: turn.continues.as_ref(),
+        };
         self.feeds.open(turn.turn_id, feed);
-        if let Err(error) = self.host.call("session.turn", payload).await {
+        if let Err(error) = self.host.call::<()>(op).await {
             self.feeds.close(turn.turn_id);
             return Err(error);
         }
@@ -158,47 +145,41 @@ impl HarnessSession for JsHarnessSession {
     }
 
     async fn has_unfinished_turn(&self) -> Result<bool> {
-        let answer = self
-            .host
-            .call("session.unfinished", json!({ "session": self.handle }))
-            .await?;
-        Ok(answer.as_bool() == Some(true))
+        let op = HostOp::SessionUnfinished {
+            session: self.handle,
+        };
+        Ok(self.host.call::<Option<bool>>(op).await? == Some(true))
     }
 
     async fn stop(&self) -> Result<Value> {
-        let answer = self
-            .host
-            .call("session.stop", json!({ "session": self.handle }))
-            .await?;
-        Ok(answer.get("resumeState").cloned().unwrap_or(Value::Null))
+        let op = HostOp::SessionStop {
+            session: self.handle,
+        };
+        let stopped: Stopped = self.host.call(op).await?;
+        Ok(stopped.resume_state)
     }
 
     async fn destroy(&self) -> Result<()> {
-        self.host
-            .call("session.destroy", json!({ "session": self.handle }))
-            .await
-            .map(drop)
+        let op = HostOp::SessionDestroy {
+            session: self.handle,
+        };
+        self.host.call(op).await
     }
 
     async fn run_command(&self, run: CommandRun) -> Result<CommandOutput> {
-        let payload =
-            json!({ "session": self.handle, "execId": run.exec_id, "command": run.command });
-        let answer = self.host.call("session.exec", payload).await?;
-        let text = |field: &str| {
-            answer
-                .get(field)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
+        let op = HostOp::SessionExec {
+            session: self.handle,
+            exec_id: run.exec_id,
+            command: &run.command,
         };
+        let answer: CommandAnswer = self.host.call(op).await?;
         let exit_code = answer
-            .get("exitCode")
-            .and_then(Value::as_i64)
+            .exit_code
             .ok_or_else(|| SessionError::host("The sandbox's run() gave no whole exitCode."))?;
         Ok(CommandOutput {
             exit_code,
-            stdout: text("stdout"),
-            stderr: text("stderr"),
+            stdout: answer.stdout,
+            stderr: answer.stderr,
         })
     }
 }
@@ -210,10 +191,10 @@ struct JsTurnControl {
 
 impl TurnControl for JsTurnControl {
     fn abort(&self, reason: &str) {
-        self.host.notify(
-            "turn.abort",
-            json!({ "turnId": self.turn_id, "reason": reason }),
-        );
+        self.host.notify(HostOp::TurnAbort {
+            turn_id: self.turn_id,
+            reason,
+        });
     }
 }
 
@@ -224,24 +205,18 @@ pub(crate) struct JsClients {
 
 impl TurnClients for JsClients {
     fn deliver(&self, turn_id: u64, chunks: Vec<UiChunk>) {
-        self.host.notify(
-            "client.deliver",
-            json!({ "turnId": turn_id, "chunks": chunks }),
-        );
+        self.host.notify(HostOp::ClientDeliver {
+            turn_id,
+            chunks: &chunks,
+        });
     }
 
     fn finish(&self, turn_id: u64, session: &SessionSummary) {
-        self.host.notify(
-            "client.finish",
-            json!({ "turnId": turn_id, "session": session }),
-        );
+        self.host.notify(HostOp::ClientFinish { turn_id, session });
     }
 
     fn answer(&self, turn_id: u64, outcome: &Value) {
-        self.host.notify(
-            "client.answer",
-            json!({ "turnId": turn_id, "outcome": outcome }),
-        );
+        self.host.notify(HostOp::ClientAnswer { turn_id, outcome });
     }
 }
 
@@ -258,26 +233,24 @@ impl ManagerHooks for JsHooks {
             SessionEvent::Updated(session) => json!({ "type": "updated", "session": session }),
             SessionEvent::Deleted(id) => json!({ "type": "deleted", "sessionId": id }),
         };
-        self.host.notify("event", event);
+        self.host.notify(HostOp::Event { event });
     }
 
     fn on_error(&self, error: &SessionError, action: &str, session_id: Option<&str>) {
-        let mut payload = json!({ "error": error_json(error), "action": action });
-        if let (Some(id), Some(object)) = (session_id, payload.as_object_mut()) {
-            object.insert("sessionId".into(), json!(id));
-        }
-        self.host.notify("error", payload);
+        self.host.notify(HostOp::Error {
+            error: error_data(error),
+            action,
+            session_id,
+        });
     }
 
     async fn client_message(&self, error: &SessionError) -> String {
-        match self
-            .host
-            .call("clientMessage", json!({ "error": error_json(error) }))
-            .await
-        {
-            Ok(Value::String(text)) => text,
-            _ => "An error occurred.".to_owned(),
-        }
+        let op = HostOp::ClientMessage {
+            error: error_data(error),
+        };
+        // JavaScript alone decides the text (`js/harness-errors.js`, `clientMessenger`) and
+        // always gives one; when it cannot be reached, neither can the client it was for.
+        self.host.call::<String>(op).await.unwrap_or_default()
     }
 
     fn approves(&self) -> bool {
@@ -289,12 +262,9 @@ impl ManagerHooks for JsHooks {
         approval: &PendingApproval,
         session: &SessionSummary,
     ) -> Result<Option<ApprovalVerdict>> {
-        let answer = self
+        let answer: Value = self
             .host
-            .call(
-                "approve",
-                json!({ "approval": approval, "session": session }),
-            )
+            .call(HostOp::Approve { approval, session })
             .await?;
         if answer.is_null() {
             return Ok(None);
@@ -320,17 +290,17 @@ fn from_json<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T
 #[async_trait]
 impl SessionStore for JsStore {
     async fn save(&self, record: &SessionRecord, resume_state: Option<&Value>) -> Result<()> {
-        let mut payload = json!({ "record": record });
-        if let (Some(state), Some(object)) = (resume_state, payload.as_object_mut()) {
-            object.insert("resumeState".into(), state.clone());
-        }
-        self.host.call("store.save", payload).await?;
+        let op = HostOp::StoreSave {
+            record,
+            resume_state,
+        };
+        self.host.call::<()>(op).await?;
         self.unreadable.forget(&record.summary.id);
         Ok(())
     }
 
     async fn get(&self, id: &str) -> Result<Option<SessionRecord>> {
-        let answer = self.host.call_raw("store.get", json!({ "id": id })).await?;
+        let answer = self.host.call_raw(HostOp::StoreGet { id }).await?;
         if answer == "null" {
             return Ok(None);
         }
@@ -342,7 +312,7 @@ impl SessionStore for JsStore {
     }
 
     async fn list(&self) -> Result<Vec<SessionSummary>> {
-        let answer = self.host.call_raw("store.list", json!({})).await?;
+        let answer = self.host.call_raw(HostOp::StoreList).await?;
         let entries: Vec<Box<serde_json::value::RawValue>> = from_json(&answer, "a list")?;
         let mut summaries = Vec::with_capacity(entries.len());
         for entry in entries {
@@ -371,15 +341,12 @@ impl SessionStore for JsStore {
     }
 
     async fn get_resume_state(&self, id: &str) -> Result<Option<Value>> {
-        let answer = self
-            .host
-            .call("store.getResumeState", json!({ "id": id }))
-            .await?;
+        let answer: Value = self.host.call(HostOp::StoreGetResumeState { id }).await?;
         Ok((!answer.is_null()).then_some(answer))
     }
 
     async fn delete(&self, id: &str) -> Result<()> {
-        self.host.call("store.delete", json!({ "id": id })).await?;
+        self.host.call::<()>(HostOp::StoreDelete { id }).await?;
         self.unreadable.forget(id);
         Ok(())
     }
@@ -406,32 +373,23 @@ impl SessionSandboxes for JsSandboxes {
     }
 
     async fn acquire(&self, session_id: &str, resume: bool) -> Result<Box<dyn Lease>> {
-        let answer = self
-            .host
-            .call(
-                "sandboxes.acquire",
-                json!({ "sessionId": session_id, "resume": resume }),
-            )
-            .await?;
+        let op = HostOp::SandboxesAcquire { session_id, resume };
+        let given: LeaseGiven = self.host.call(op).await?;
         Ok(Box::new(JsLease {
             host: self.host.clone(),
-            handle: handle(&answer, "lease")?,
-            sandbox: sandbox_ref(answer.get("sandbox")),
+            handle: given.lease,
+            sandbox: SandboxRef::handle(given.lease),
         }))
     }
 
     async fn discard(&self, session_id: &str) -> Result<()> {
         self.host
-            .call("sandboxes.discard", json!({ "sessionId": session_id }))
+            .call(HostOp::SandboxesDiscard { session_id })
             .await
-            .map(drop)
     }
 
     async fn shutdown(&self) -> Result<()> {
-        self.host
-            .call("sandboxes.shutdown", json!({}))
-            .await
-            .map(drop)
+        self.host.call(HostOp::SandboxesShutdown).await
     }
 }
 
@@ -448,16 +406,12 @@ impl Lease for JsLease {
     }
 
     async fn suspend(self: Box<Self>) -> Result<()> {
-        self.host
-            .call("lease.suspend", json!({ "lease": self.handle }))
-            .await
-            .map(drop)
+        let op = HostOp::LeaseSuspend { lease: self.handle };
+        self.host.call(op).await
     }
 
     async fn close(self: Box<Self>) -> Result<()> {
-        self.host
-            .call("lease.close", json!({ "lease": self.handle }))
-            .await
-            .map(drop)
+        let op = HostOp::LeaseClose { lease: self.handle };
+        self.host.call(op).await
     }
 }

@@ -13,7 +13,7 @@ use futures::FutureExt;
 use napi_derive::napi;
 use serde_json::Value;
 
-use super::error::{guard, guard_sync};
+use super::error::{guard, guard_sync, Settled};
 use crate::engine::error::SessionError;
 use crate::engine::session::SessionRecord;
 use crate::engine::store::lazy::{LazyStore, OpenStore};
@@ -66,9 +66,10 @@ impl NativeStore {
     /// (and nothing done) if it would wait, a store that is not [`NativeStore::immediate`].
     fn at_once<T>(
         &self,
+        env: &napi::Env,
         future: impl std::future::Future<Output = Result<T, SessionError>>,
     ) -> napi::Result<T> {
-        guard_sync(|| {
+        guard_sync(env, || {
             if !self.immediate {
                 return Err(SessionError::internal(
                     "this store answers only through promises",
@@ -119,10 +120,11 @@ impl NativeStore {
     /// is given. A bad path or an old SQLite fails the first call that uses the store.
     #[napi(factory)]
     pub fn sqlite(
+        env: napi::Env,
         path: String,
         encryption_key: Option<napi::bindgen_prelude::Buffer>,
     ) -> napi::Result<NativeStore> {
-        super::error::guard_sync(|| {
+        super::error::guard_sync(&env, || {
             if path.is_empty() {
                 return Err(SessionError::input(
                     "path",
@@ -160,38 +162,38 @@ impl NativeStore {
         &self,
         record_json: String,
         resume_state_json: Option<String>,
-    ) -> napi::Result<()> {
+    ) -> Settled<()> {
         guard(self.saving(record_json, resume_state_json)).await
     }
 
     /// `get(id)`: the record as JSON, or nothing.
     #[napi]
-    pub async fn get(&self, id: String) -> napi::Result<Option<String>> {
+    pub async fn get(&self, id: String) -> Settled<Option<String>> {
         guard(self.getting(id)).await
     }
 
     /// `list()`: the summaries as JSON.
     #[napi]
-    pub async fn list(&self) -> napi::Result<String> {
+    pub async fn list(&self) -> Settled<String> {
         guard(self.store.list_json()).await
     }
 
     /// `list()` for a caller that keeps the summaries it was given (`js/summaries.js`): `[stamp,
     /// rows]`, the summaries stamped at most `known` left out (see `SessionStore::list_since`).
     #[napi]
-    pub async fn list_since(&self, known: f64) -> napi::Result<String> {
+    pub async fn list_since(&self, known: f64) -> Settled<String> {
         guard(self.store.list_since(stamp(known))).await
     }
 
     /// `getResumeState(id)`: the state as JSON, or nothing.
     #[napi]
-    pub async fn get_resume_state(&self, id: String) -> napi::Result<Option<String>> {
+    pub async fn get_resume_state(&self, id: String) -> Settled<Option<String>> {
         guard(self.getting_resume_state(id)).await
     }
 
     /// `delete(id)`.
     #[napi]
-    pub async fn delete(&self, id: String) -> napi::Result<()> {
+    pub async fn delete(&self, id: String) -> Settled<()> {
         guard(self.store.delete(&id)).await
     }
 
@@ -206,46 +208,47 @@ impl NativeStore {
     #[napi]
     pub fn save_now(
         &self,
+        env: napi::Env,
         record_json: String,
         resume_state_json: Option<String>,
     ) -> napi::Result<()> {
-        self.at_once(self.saving(record_json, resume_state_json))
+        self.at_once(&env, self.saving(record_json, resume_state_json))
     }
 
     /// [`NativeStore::get`], done at once (an immediate store only).
     #[napi]
-    pub fn get_now(&self, id: String) -> napi::Result<Option<String>> {
-        self.at_once(self.getting(id))
+    pub fn get_now(&self, env: napi::Env, id: String) -> napi::Result<Option<String>> {
+        self.at_once(&env, self.getting(id))
     }
 
     /// [`NativeStore::list`], done at once (an immediate store only).
     #[napi]
-    pub fn list_now(&self) -> napi::Result<String> {
-        self.at_once(self.store.list_json())
+    pub fn list_now(&self, env: napi::Env) -> napi::Result<String> {
+        self.at_once(&env, self.store.list_json())
     }
 
     /// [`NativeStore::list_since`], done at once (an immediate store only).
     #[napi]
-    pub fn list_since_now(&self, known: f64) -> napi::Result<String> {
-        self.at_once(self.store.list_since(stamp(known)))
+    pub fn list_since_now(&self, env: napi::Env, known: f64) -> napi::Result<String> {
+        self.at_once(&env, self.store.list_since(stamp(known)))
     }
 
     /// [`NativeStore::get_resume_state`], done at once (an immediate store only).
     #[napi]
-    pub fn get_resume_state_now(&self, id: String) -> napi::Result<Option<String>> {
-        self.at_once(self.getting_resume_state(id))
+    pub fn get_resume_state_now(&self, env: napi::Env, id: String) -> napi::Result<Option<String>> {
+        self.at_once(&env, self.getting_resume_state(id))
     }
 
     /// [`NativeStore::delete`], done at once (an immediate store only).
     #[napi]
-    pub fn delete_now(&self, id: String) -> napi::Result<()> {
-        self.at_once(self.store.delete(&id))
+    pub fn delete_now(&self, env: napi::Env, id: String) -> napi::Result<()> {
+        self.at_once(&env, self.store.delete(&id))
     }
 
     /// `close()`: lets go of the store (the SQLite store closes its file, and frees it for
     /// another store); later calls fail.
     #[napi]
-    pub async fn close(&self) -> napi::Result<()> {
+    pub async fn close(&self) -> Settled<()> {
         guard(self.store.release()).await
     }
 }

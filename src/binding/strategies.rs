@@ -21,7 +21,7 @@
 //! (`sandboxPerSession({ provider: dockerSandbox() })`) is never reached through the host.
 //!
 //! The sandboxes handed to agents are numbered in a [`SandboxRegistry`] while their lease holds
-//! them ([`SandboxRef::Native`]); JavaScript gets the object of a number with
+//! them (the number of their [`SandboxRef`]); JavaScript gets the object of a number with
 //! [`NativeSessionSandboxes::native_sandbox`] or [`NativeSessionSandboxes::js_sandbox`].
 
 // Exports are reached from JavaScript, not from Rust: `pub` is what napi needs of them.
@@ -34,13 +34,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use napi::bindgen_prelude::{FnArgs, Function, Promise};
+use napi::bindgen_prelude::{Function, Promise};
+use napi::Env;
 use napi_derive::napi;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::error::{guard, guard_sync};
+use super::error::{guard, guard_sync, Settled};
 use super::host::Host;
+use super::protocol::{HostOp, SandboxGiven};
 use super::sandbox::{NativeSandboxProvider, NativeSandboxSession};
 use crate::engine::error::{Result, SessionError};
 use crate::engine::lease::{Lease, SandboxRef, SessionSandboxes};
@@ -70,25 +72,24 @@ impl Kit {
     /// The sandbox a host answer names; numbered in the registry when it is `handed_out`.
     fn held(
         self: &Arc<Self>,
-        answer: &Value,
+        given: SandboxGiven,
         handed_out: bool,
         op: &str,
     ) -> Result<Arc<dyn HeldSandbox>> {
-        if let Some(number) = answer.get("native").and_then(Value::as_u64) {
-            let session = lock(&self.adopted).remove(&number).ok_or_else(|| {
-                SessionError::internal(format!("{op} named a sandbox that was not handed over"))
-            })?;
-            let registry = self.registry.clone();
-            return Ok(Arc::new(if handed_out {
-                NativeSandbox::handed_out(session, registry)
-            } else {
-                NativeSandbox::kept(session, registry)
-            }));
-        }
-        let handle = answer
-            .get("sandbox")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| SessionError::internal(format!("{op} answered without a sandbox")))?;
+        let handle = match given {
+            SandboxGiven::Sandbox(handle) => handle,
+            SandboxGiven::Native(number) => {
+                let session = lock(&self.adopted).remove(&number).ok_or_else(|| {
+                    SessionError::internal(format!("{op} named a sandbox that was not handed over"))
+                })?;
+                let registry = self.registry.clone();
+                return Ok(Arc::new(if handed_out {
+                    NativeSandbox::handed_out(session, registry)
+                } else {
+                    NativeSandbox::kept(session, registry)
+                }));
+            }
+        };
         let registration =
             handed_out.then(|| self.registry.register(RegisteredSandbox::Js(handle)));
         Ok(Arc::new(JsSandbox {
@@ -106,54 +107,51 @@ struct JsSandbox {
     registration: Option<Registration>,
 }
 
-impl JsSandbox {
-    async fn call(&self, op: &str) -> Result<()> {
-        self.kit
-            .host
-            .call(op, json!({ "sandbox": self.handle }))
-            .await
-            .map(drop)
-    }
-}
-
 #[async_trait]
 impl HeldSandbox for JsSandbox {
     fn sandbox_ref(&self) -> SandboxRef {
         self.registration
             .as_ref()
-            .map_or(SandboxRef::None, Registration::sandbox_ref)
+            .map_or(SandboxRef::NONE, Registration::sandbox_ref)
     }
 
     async fn fork(&self, session_id: &str, port: u16) -> Result<Arc<dyn HeldSandbox>> {
-        let answer = self
-            .kit
-            .host
-            .call(
-                "fork",
-                json!({ "sandbox": self.handle, "sessionId": session_id, "port": port }),
-            )
-            .await?;
-        self.kit.held(&answer, true, "fork")
+        let op = HostOp::SandboxFork {
+            sandbox: self.handle,
+            session_id,
+            port,
+        };
+        let given = self.kit.host.call(op).await?;
+        self.kit.held(given, true, "fork()")
     }
 
     async fn release(&self) -> Result<()> {
-        self.call("release").await
+        let op = HostOp::SandboxRelease {
+            sandbox: self.handle,
+        };
+        self.kit.host.call(op).await
     }
 
     async fn stop(&self) -> Result<()> {
-        self.call("stop").await
+        let op = HostOp::SandboxStop {
+            sandbox: self.handle,
+        };
+        self.kit.host.call(op).await
     }
 
     async fn destroy(&self) -> Result<()> {
-        self.call("destroy").await
+        let op = HostOp::SandboxDestroy {
+            sandbox: self.handle,
+        };
+        self.kit.host.call(op).await
     }
 }
 
 impl Drop for JsSandbox {
     fn drop(&mut self) {
-        self.kit
-            .host
-            .notify("forget", json!({ "sandbox": self.handle }));
+        self.kit.host.notify(HostOp::SandboxForget {
+            sandbox: self.handle,
+        });
     }
 }
 
@@ -165,8 +163,8 @@ struct JsOpener {
 #[async_trait]
 impl SandboxOpener for JsOpener {
     async fn open(&self) -> Result<Arc<dyn HeldSandbox>> {
-        let answer = self.kit.host.call("open", json!({})).await?;
-        self.kit.held(&answer, false, "open")
+        let given = self.kit.host.call(HostOp::SandboxOpen).await?;
+        self.kit.held(given, false, "open()")
     }
 }
 
@@ -178,24 +176,24 @@ struct JsMaker {
 #[async_trait]
 impl SandboxMaker for JsMaker {
     async fn create(&self, session_id: &str) -> Result<Arc<dyn HeldSandbox>> {
-        let answer = self
+        let given = self
             .kit
             .host
-            .call("create", json!({ "sessionId": session_id }))
+            .call(HostOp::SandboxCreate { session_id })
             .await?;
-        self.kit.held(&answer, true, "create")
+        self.kit.held(given, true, "create()")
     }
 
     async fn resume(&self, session_id: &str) -> Result<Option<Arc<dyn HeldSandbox>>> {
-        let answer = self
+        let given: Option<SandboxGiven> = self
             .kit
             .host
-            .call("resume", json!({ "sessionId": session_id }))
+            .call(HostOp::SandboxResume { session_id })
             .await?;
-        if answer.is_null() {
-            return Ok(None);
+        match given {
+            Some(given) => self.kit.held(given, true, "resume()").map(Some),
+            None => Ok(None),
         }
-        self.kit.held(&answer, true, "resume").map(Some)
     }
 }
 
@@ -273,7 +271,7 @@ fn read_max_sessions(value: Option<Value>) -> Result<Option<u32>> {
     }
 }
 
-fn kit(host: Function<FnArgs<(String, String)>, Promise<String>>) -> napi::Result<Arc<Kit>> {
+fn kit(host: Function<'_, String, Promise<String>>) -> napi::Result<Arc<Kit>> {
     Ok(Arc::new(Kit {
         host: Arc::new(Host::new(host)?),
         registry: SandboxRegistry::new(),
@@ -286,11 +284,12 @@ fn kit(host: Function<FnArgs<(String, String)>, Promise<String>>) -> napi::Resul
 /// repeated ports are refused at once (`js/strategies.js` throws them as a `TypeError`).
 #[napi]
 pub fn create_shared_sandbox(
-    host: Function<FnArgs<(String, String)>, Promise<String>>,
+    env: Env,
+    host: Function<'_, String, Promise<String>>,
     options_json: String,
 ) -> napi::Result<NativeSessionSandboxes> {
     let kit = kit(host)?;
-    guard_sync(|| {
+    guard_sync(&env, || {
         let init: SharedInit = options(&options_json)?;
         let options = SharedSandboxOptions {
             ports: read_ports(init.ports)?,
@@ -309,12 +308,13 @@ pub fn create_shared_sandbox(
 /// given, else by the application's `create` and `resume` reached through `host`.
 #[napi]
 pub fn create_sandbox_per_session(
-    host: Function<FnArgs<(String, String)>, Promise<String>>,
+    env: Env,
+    host: Function<'_, String, Promise<String>>,
     options_json: String,
     provider: Option<&NativeSandboxProvider>,
 ) -> napi::Result<NativeSessionSandboxes> {
     let kit = kit(host)?;
-    guard_sync(|| {
+    guard_sync(&env, || {
         let init: PerSessionInit = options(&options_json)?;
         let max_sessions = read_max_sessions(init.max_sessions)?;
         let maker: Arc<dyn SandboxMaker> = match provider {
@@ -362,11 +362,7 @@ impl NativeSessionSandboxes {
 
     /// A sandbox for session `sessionId` (`resume` when it comes back from suspended).
     #[napi]
-    pub async fn acquire(
-        &self,
-        session_id: String,
-        resume: Option<bool>,
-    ) -> napi::Result<NativeLease> {
+    pub async fn acquire(&self, session_id: String, resume: Option<bool>) -> Settled<NativeLease> {
         let strategy = self.strategy.clone();
         guard(async move {
             if session_id.is_empty() {
@@ -385,14 +381,14 @@ impl NativeSessionSandboxes {
 
     /// Frees what is kept for suspended session `sessionId`, which ends.
     #[napi]
-    pub async fn discard(&self, session_id: String) -> napi::Result<()> {
+    pub async fn discard(&self, session_id: String) -> Settled<()> {
         let strategy = self.strategy.clone();
         guard(async move { strategy.discard(&session_id).await }).await
     }
 
     /// Stops what the strategy keeps running.
     #[napi]
-    pub async fn shutdown(&self) -> napi::Result<()> {
+    pub async fn shutdown(&self) -> Settled<()> {
         let strategy = self.strategy.clone();
         guard(async move { strategy.shutdown().await }).await
     }
@@ -447,15 +443,14 @@ impl NativeLease {
     /// The number of the sandbox it holds (see [`NativeSessionSandboxes::native_sandbox`]).
     #[napi(getter)]
     pub fn sandbox(&self) -> Option<u32> {
-        match self.sandbox {
-            SandboxRef::Native(number) => u32::try_from(number).ok(),
-            SandboxRef::Js(_) | SandboxRef::None => None,
-        }
+        self.sandbox
+            .number()
+            .and_then(|number| u32::try_from(number).ok())
     }
 
     /// The session is suspended: gives back what it need not keep.
     #[napi]
-    pub async fn suspend(&self) -> napi::Result<()> {
+    pub async fn suspend(&self) -> Settled<()> {
         guard(async {
             let lease = self.lease.lock().await.take();
             match lease {
@@ -468,7 +463,7 @@ impl NativeLease {
 
     /// The session ends: gives back everything.
     #[napi]
-    pub async fn close(&self) -> napi::Result<()> {
+    pub async fn close(&self) -> Settled<()> {
         guard(async {
             let lease = self.lease.lock().await.take();
             match lease {

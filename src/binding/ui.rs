@@ -6,6 +6,7 @@
 // In a test build the exports have no caller: napi registers them only in the addon.
 #![cfg_attr(test, allow(dead_code))]
 
+use napi::Env;
 use napi_derive::napi;
 use serde_json::{json, Value};
 
@@ -40,11 +41,12 @@ fn json_text(value: &Value) -> Result<String, SessionError> {
 /// and `snapshots` (with `withSnapshots`) every message it yields.
 #[napi]
 pub fn accumulate_ui_message(
+    env: Env,
     input_message_json: Option<String>,
     chunks_json: String,
     with_snapshots: Option<bool>,
 ) -> napi::Result<String> {
-    guard_sync(|| {
+    guard_sync(&env, || {
         let input = match input_message_json.as_deref() {
             None => None,
             Some(text) => Some(serde_json::from_str::<Value>(text).map_err(|e| {

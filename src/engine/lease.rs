@@ -9,15 +9,25 @@ use async_trait::async_trait;
 
 use crate::engine::error::Result;
 
-/// A sandbox as the agent receives it: an object held by JavaScript, or one of the engine's own.
+/// A sandbox as the agent receives it: an opaque handle, a number only the strategy that gave it
+/// (and the binding that reads it) knows how to turn into an object; or none, when the agent
+/// brings its own (tests of the engine).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SandboxRef {
-    /// A JavaScript object, by the number the binding keeps it under.
-    Js(u64),
-    /// A sandbox session of the engine's own (local or Docker), by its number in the binding.
-    Native(u64),
-    /// No sandbox object: the agent brings its own (tests of the engine).
-    None,
+pub struct SandboxRef(Option<u64>);
+
+impl SandboxRef {
+    /// No sandbox object.
+    pub const NONE: SandboxRef = SandboxRef(None);
+
+    /// The sandbox known by `number`.
+    pub fn handle(number: u64) -> Self {
+        SandboxRef(Some(number))
+    }
+
+    /// The number of the sandbox, when there is one.
+    pub fn number(&self) -> Option<u64> {
+        self.0
+    }
 }
 
 /// How sessions get a sandbox: the JavaScript `SessionSandboxes`.

@@ -109,7 +109,7 @@ struct NoLease;
 #[async_trait]
 impl Lease for NoLease {
     fn sandbox(&self) -> SandboxRef {
-        SandboxRef::None
+        SandboxRef::NONE
     }
     async fn suspend(self: Box<Self>) -> Result<()> {
         Ok(())

@@ -179,7 +179,7 @@ impl SessionSandboxes for Arc<CountingSandboxes> {
 #[async_trait]
 impl Lease for CountingLease {
     fn sandbox(&self) -> SandboxRef {
-        SandboxRef::None
+        SandboxRef::NONE
     }
     async fn suspend(self: Box<Self>) -> Result<()> {
         self.sandboxes

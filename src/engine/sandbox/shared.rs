@@ -7,7 +7,7 @@
 //!   engine's own ([`NativeSandbox`], forked natively) or an object JavaScript keeps (the binding
 //!   implements the trait with host calls); [`SandboxOpener`], where the shared sandbox comes from.
 //! - [`SandboxRegistry`], the numbers under which the views handed to agents are known
-//!   ([`SandboxRef::Native`]): the binding gives JavaScript the view of a number.
+//!   ([`SandboxRef`]): the binding gives JavaScript the view of a number.
 //! - [`SharedSandbox`], the strategy itself, and its [`PortBook`].
 //!
 //! Invariants:
@@ -48,7 +48,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// JavaScript keeps.
 #[async_trait]
 pub trait HeldSandbox: Send + Sync {
-    /// What the agent is handed for it ([`SandboxRef::None`] for a sandbox never handed out).
+    /// What the agent is handed for it ([`SandboxRef::NONE`] for a sandbox never handed out).
     fn sandbox_ref(&self) -> SandboxRef;
 
     /// A view of this sandbox for session `session_id`, with `port` for its bridge and a working
@@ -96,7 +96,8 @@ pub enum RegisteredSandbox {
     Js(u64),
 }
 
-/// The sandboxes handed to agents, by number: what [`SandboxRef::Native`] refers to.
+/// The sandboxes handed to agents, by number: what the [`SandboxRef`]s of the engine's strategies
+/// refer to.
 ///
 /// An entry lives as long as its [`Registration`]: the lease that handed the sandbox out.
 #[derive(Default)]
@@ -146,7 +147,7 @@ pub struct Registration {
 impl Registration {
     /// The reference an agent is handed.
     pub fn sandbox_ref(&self) -> SandboxRef {
-        SandboxRef::Native(self.number)
+        SandboxRef::handle(self.number)
     }
 }
 
@@ -201,7 +202,7 @@ impl HeldSandbox for NativeSandbox {
     fn sandbox_ref(&self) -> SandboxRef {
         self.registration
             .as_ref()
-            .map_or(SandboxRef::None, Registration::sandbox_ref)
+            .map_or(SandboxRef::NONE, Registration::sandbox_ref)
     }
 
     async fn fork(&self, session_id: &str, port: u16) -> Result<Arc<dyn HeldSandbox>> {
@@ -606,8 +607,8 @@ mod tests {
         let first = registry.register(RegisteredSandbox::Js(7));
         let second = registry.register(RegisteredSandbox::Js(8));
         assert_ne!(first.sandbox_ref(), second.sandbox_ref());
-        let SandboxRef::Native(number) = first.sandbox_ref() else {
-            panic!("a native reference");
+        let Some(number) = first.sandbox_ref().number() else {
+            panic!("a numbered reference");
         };
         assert!(matches!(
             registry.get(number),
@@ -635,7 +636,7 @@ mod tests {
     #[async_trait]
     impl HeldSandbox for CountingSandbox {
         fn sandbox_ref(&self) -> SandboxRef {
-            SandboxRef::None
+            SandboxRef::NONE
         }
         async fn fork(&self, _session_id: &str, _port: u16) -> Result<Arc<dyn HeldSandbox>> {
             self.0.forks.fetch_add(1, Ordering::SeqCst);
@@ -804,12 +805,12 @@ mod tests {
             },
         )
         .expect("valid ports");
-        let view_of = |lease: &dyn Lease| match lease.sandbox() {
-            SandboxRef::Native(number) => match registry.get(number) {
+        let view_of = |lease: &dyn Lease| match lease.sandbox().number() {
+            Some(number) => match registry.get(number) {
                 Some(RegisteredSandbox::Native(view)) => view,
                 _ => panic!("no view numbered {number}"),
             },
-            other => panic!("not a native view: {other:?}"),
+            None => panic!("no view handed out"),
         };
         let a = shared.acquire("chat a", false).await.expect("a lease");
         let b = shared.acquire("chat-b", false).await.expect("a lease");
