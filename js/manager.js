@@ -10,7 +10,7 @@
 const { randomUUID, createHash } = require('node:crypto');
 const native = require('./native.js');
 const { SessionNotFoundError, translating, fromNative } = require('./errors.js');
-const { need, plain, checkId, checkDuration, json } = require('./input.js');
+const { need, plain, fields, data, checkId, json } = require('./input.js');
 const { createHost } = require('./host.js');
 const { Turns } = require('./turns.js');
 const { toUIMessageStreamResponse } = require('./sse.js');
@@ -20,51 +20,29 @@ const { nativeSandboxesOf } = require('./strategies.js');
 const { getHarnessErrorMessage } = require('./harness-errors.js');
 const { hold, holding } = require('./keep-alive.js');
 
-const OPTION_NAMES = new Set([
-  'agent',
-  'sandboxes',
-  'store',
-  'idleTimeoutMs',
-  'closeSuspendedAfterMs',
-  'turnTimeoutMs',
-  'windDownMs',
-  'suspendIdleWhenFull',
-  'approve',
-  'generateId',
-  'errorMessage',
-  'onError',
-  'reconnectBufferChunks',
-]);
+/** The options that are functions: JavaScript's to check and keep. */
+const FUNCTION_OPTIONS = ['agent', 'approve', 'generateId', 'errorMessage', 'onError'];
 
+/**
+ * Checks what only JavaScript can see of the options (the functions, the store and the
+ * sandboxes' `acquire`); gives them with `settings`, the data options as JSON for the engine,
+ * which checks them and refuses any option it does not know.
+ */
 function checkOptions(given) {
-  const options = plain(given, 'options', [...OPTION_NAMES], { refuseOthers: true });
   need(given !== undefined, 'options', 'createSessionManager() takes an options object');
-  need(typeof options.agent === 'function', 'agent', 'agent must be a function ({ id, metadata }) => SessionAgent');
-  const sandboxes = options.sandboxes;
+  const { sandboxes, store, ...rest } = fields(given, 'options');
+  const functions = {};
+  for (const name of FUNCTION_OPTIONS) {
+    functions[name] = rest[name];
+    delete rest[name];
+  }
+  need(typeof functions.agent === 'function', 'agent', 'agent must be a function ({ id, metadata }) => SessionAgent');
+  for (const name of FUNCTION_OPTIONS.slice(1)) {
+    need(functions[name] === undefined || typeof functions[name] === 'function', name, `${name} must be a function`);
+  }
   need(sandboxes !== null && typeof sandboxes === 'object', 'sandboxes', 'sandboxes must be a SessionSandboxes: sharedSandbox(), sandboxPerSession() or your own');
   const { acquire, capacity } = plain(sandboxes, 'sandboxes', ['acquire', 'capacity']);
   need(typeof acquire === 'function', 'sandboxes.acquire', 'sandboxes.acquire must be a function');
-  need(
-    capacity === undefined || (Number.isInteger(capacity) && capacity >= 1 && capacity <= 0xffffffff),
-    'sandboxes.capacity',
-    'sandboxes.capacity must be a whole number, one or more',
-  );
-  for (const name of ['approve', 'generateId', 'errorMessage', 'onError']) {
-    need(options[name] === undefined || typeof options[name] === 'function', name, `${name} must be a function`);
-  }
-  for (const name of ['idleTimeoutMs', 'closeSuspendedAfterMs', 'turnTimeoutMs', 'windDownMs']) checkDuration(options[name], name);
-  need(
-    options.reconnectBufferChunks === undefined ||
-      (Number.isInteger(options.reconnectBufferChunks) && options.reconnectBufferChunks >= 0 && options.reconnectBufferChunks <= 0xffffffff),
-    'reconnectBufferChunks',
-    'reconnectBufferChunks must be a whole number, zero or more',
-  );
-  need(
-    options.suspendIdleWhenFull === undefined || typeof options.suspendIdleWhenFull === 'boolean',
-    'suspendIdleWhenFull',
-    'suspendIdleWhenFull must be a boolean',
-  );
-  const store = options.store;
   need(store === undefined || (store !== null && typeof store === 'object'), 'store', 'store must be a SessionStore');
   if (store !== undefined && store[NATIVE_STORE] === undefined) {
     const methods = plain(store, 'store', ['save', 'get', 'list', 'getResumeState', 'delete']);
@@ -72,7 +50,9 @@ function checkOptions(given) {
       need(typeof f === 'function', `store.${method}`, `store.${method} must be a function`);
     }
   }
-  return { ...options, capacity };
+  const options = data({ ...rest, sandboxes: { capacity } }, '');
+  const settings = json({ options, approves: functions.approve !== undefined }, 'options');
+  return { ...functions, sandboxes, store, reconnectBufferChunks: options.reconnectBufferChunks, settings };
 }
 
 /**
@@ -126,20 +106,11 @@ function createSessionManager(given) {
     } catch {}
   }
 
-  const settings = {
-    idleTimeoutMs: options.idleTimeoutMs,
-    closeSuspendedAfterMs: options.closeSuspendedAfterMs,
-    turnTimeoutMs: options.turnTimeoutMs,
-    windDownMs: options.windDownMs,
-    suspendIdleWhenFull: options.suspendIdleWhenFull,
-    capacity: options.capacity,
-    approves: options.approve !== undefined,
-  };
   manager = translating(
     () =>
       new native.NativeManager(
         host,
-        json(settings, 'options'),
+        options.settings,
         store[NATIVE_STORE] ?? null,
         nativeSandboxes?.native ?? null,
       ),

@@ -5,7 +5,6 @@
 //! that only queues the text for the engine, so that the hot path does no work on Node's thread.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use napi::bindgen_prelude::{FnArgs, Function, Promise};
 use napi_derive::napi;
@@ -20,90 +19,65 @@ use super::store::NativeStore;
 use super::strategies::NativeSessionSandboxes;
 use crate::engine::agent::{TurnEnd, TurnFailure, TurnReport};
 use crate::engine::error::{Result, SessionError};
+use crate::engine::input::{self, Count, Flag, Millis};
 use crate::engine::manager::{
     turn_options, ContinueRequest, ExecRequest, ManagerOptions, Seams, SendRequest, SessionManager,
     SubmissionAsk, DEFAULT_MAX_OUTPUT_BYTES,
 };
 use crate::engine::store::SessionStore;
 
-/// The options `index.js` passes, as JSON, once the functions are taken out.
+/// What `js/manager.js` passes: the data options of `createSessionManager()` (the functions
+/// taken out, `sandboxes` as `{ capacity }`), and whether it was given `approve`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Settings {
+    options: Value,
+    approves: bool,
+}
+
+/// The data options of `createSessionManager()`: each checked here, once.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Options {
-    idle_timeout_ms: Option<Value>,
-    close_suspended_after_ms: Option<Value>,
-    turn_timeout_ms: Option<Value>,
-    wind_down_ms: Option<Value>,
-    suspend_idle_when_full: Option<Value>,
-    capacity: Option<Value>,
-    approves: bool,
-    checkpoint_interval_ms: Option<Value>,
+    idle_timeout_ms: Option<Millis>,
+    close_suspended_after_ms: Option<Millis>,
+    turn_timeout_ms: Option<Millis>,
+    wind_down_ms: Option<Millis>,
+    suspend_idle_when_full: Option<Flag>,
+    /// Used by `js/turns.js`; checked here with the others.
+    #[allow(dead_code)]
+    reconnect_buffer_chunks: Option<Count<0>>,
+    sandboxes: Option<SandboxesOptions>,
 }
 
-/// A duration option: a finite number of milliseconds, zero or more.
-fn duration(value: Option<Value>, name: &str) -> Result<Option<Duration>> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => match n.as_f64() {
-            Some(ms) if (0.0..=1e15).contains(&ms) => {
-                Ok(Some(Duration::from_micros((ms * 1000.0) as u64)))
-            }
-            _ => Err(SessionError::input(
-                name,
-                format!("{name} must be a number of milliseconds, zero or more"),
-            )),
-        },
-        Some(_) => Err(SessionError::input(
-            name,
-            format!("{name} must be a number of milliseconds"),
-        )),
-    }
+/// What the manager reads of its `sandboxes`, besides `acquire`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SandboxesOptions {
+    capacity: Option<Count<1>>,
 }
 
 fn read_options(json: &str) -> Result<(ManagerOptions, Option<u32>, bool)> {
-    let options: Options = serde_json::from_str(json)
-        .map_err(|e| SessionError::input("options", format!("options are not valid: {e}")))?;
-    let mut manager = ManagerOptions {
-        idle_timeout: duration(options.idle_timeout_ms, "idleTimeoutMs")?,
-        close_suspended_after: duration(options.close_suspended_after_ms, "closeSuspendedAfterMs")?,
-        turn_timeout: duration(options.turn_timeout_ms, "turnTimeoutMs")?,
-        ..ManagerOptions::default()
+    let settings: Settings = input::read_json(json, "options", "createSessionManager()")?;
+    let options: Options = input::read(settings.options, "options", "createSessionManager()")?;
+    let defaults = ManagerOptions::default();
+    let manager = ManagerOptions {
+        idle_timeout: options.idle_timeout_ms.map(|Millis(d)| d),
+        close_suspended_after: options.close_suspended_after_ms.map(|Millis(d)| d),
+        turn_timeout: options.turn_timeout_ms.map(|Millis(d)| d),
+        wind_down: options
+            .wind_down_ms
+            .map_or(defaults.wind_down, |Millis(d)| d),
+        suspend_idle_when_full: options
+            .suspend_idle_when_full
+            .map_or(defaults.suspend_idle_when_full, |Flag(flag)| flag),
+        ..defaults
     };
-    match options.suspend_idle_when_full {
-        None | Some(Value::Null) => {}
-        Some(Value::Bool(value)) => manager.suspend_idle_when_full = value,
-        Some(_) => {
-            return Err(SessionError::input(
-                "suspendIdleWhenFull",
-                "suspendIdleWhenFull must be a boolean",
-            ))
-        }
-    }
-    if let Some(wind_down) = duration(options.wind_down_ms, "windDownMs")? {
-        manager.wind_down = wind_down;
-    }
-    if let Some(interval) = duration(options.checkpoint_interval_ms, "checkpointIntervalMs")? {
-        manager.checkpoint_interval = interval.max(Duration::from_millis(1));
-    }
-    let capacity = match options.capacity {
-        None | Some(Value::Null) => None,
-        Some(Value::Number(n)) => match n.as_u64() {
-            Some(c) if (1..=u64::from(u32::MAX)).contains(&c) => Some(c as u32),
-            _ => {
-                return Err(SessionError::input(
-                    "sandboxes.capacity",
-                    "sandboxes.capacity must be a whole number, one or more",
-                ))
-            }
-        },
-        Some(_) => {
-            return Err(SessionError::input(
-                "sandboxes.capacity",
-                "sandboxes.capacity must be a number",
-            ))
-        }
-    };
-    Ok((manager, capacity, options.approves))
+    let capacity = options
+        .sandboxes
+        .and_then(|sandboxes| sandboxes.capacity)
+        .map(|Count(capacity)| capacity);
+    Ok((manager, capacity, settings.approves))
 }
 
 /// Parses a JSON argument, naming it when it is not what it should be.
@@ -197,9 +171,10 @@ impl NativeManager {
         store: Option<&NativeStore>,
         sandboxes: Option<&NativeSessionSandboxes>,
     ) -> napi::Result<NativeManager> {
+        // The options first: bad ones are refused before anything is made.
+        let (options, capacity, approves) = guard_sync(|| read_options(&options_json))?;
         let host = Arc::new(Host::new(host)?);
         guard_sync(|| {
-            let (options, capacity, approves) = read_options(&options_json)?;
             let feeds = Arc::new(Feeds::default());
             let store: Arc<dyn SessionStore> = match store {
                 Some(store) => store.store(),
