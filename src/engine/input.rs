@@ -253,7 +253,7 @@ mod tests {
     #[test]
     fn good_values_are_read() {
         let sample: Sample = read(
-            json!({ "idleTimeoutMs": 1.5, "flag": true, "nested": { "capacity": 3 }, "ports": [1, 65535] }),
+            json!({ "idleTimeoutMs": 1.5, "flag": true, "nested": { "capacity": 3 }, "ports": [1, 65535], "env": { "A": "a" } }),
             "options",
             "sample()",
         )
@@ -265,5 +265,6 @@ mod tests {
         assert_eq!(sample.flag, Some(Flag(true)));
         assert_eq!(sample.nested.unwrap().capacity, Some(Count(3)));
         assert_eq!(ports(sample.ports.unwrap()), vec![1, 65535]);
+        assert_eq!(sample.env.unwrap()["A"], "a");
     }
 }
