@@ -127,8 +127,11 @@ export declare class NativeSandboxProvider {
   createSession(sessionId?: string | undefined | null): Promise<NativeSandboxSession>
   /** The sandbox of `sessionId`, started again if it was stopped. */
   resumeSession(sessionId: string): Promise<NativeSandboxSession>
-  /** The sandbox named `name`, found again or created: the sandbox `sharedSandbox()` forks. */
-  open(name: string): Promise<NativeSandboxSession>
+  /**
+   * The sandbox named `name` (default: the provider's `name` option, or `shared`), found
+   * again or created: the sandbox `sharedSandbox()` forks.
+   */
+  open(name?: string | undefined | null): Promise<NativeSandboxSession>
 }
 
 /** A view of a sandbox. `js/sandbox.js` adds the `HarnessV1NetworkSandboxSession` methods. */
@@ -248,11 +251,17 @@ export interface CommandResult {
   stderr: string
 }
 
-/** The provider of `dockerSandbox(options)`. Reaches no engine until a session is created. */
-export declare function createDockerSandboxProvider(options: DockerSandboxInit): NativeSandboxProvider
+/**
+ * The provider of `dockerSandbox(options)` (its options as JSON). Reaches no engine until a
+ * session is created.
+ */
+export declare function createDockerSandboxProvider(optionsJson: string): NativeSandboxProvider
 
-/** The provider of `localSandbox(options)`. */
-export declare function createLocalSandboxProvider(options: LocalSandboxInit): NativeSandboxProvider
+/**
+ * The provider of `localSandbox(options)` (its options as JSON); a relative `root` is resolved
+ * against the working directory now.
+ */
+export declare function createLocalSandboxProvider(optionsJson: string): NativeSandboxProvider
 
 /**
  * `sandboxPerSession({ maxSessions })`: its sandboxes made by `provider` natively when it is
@@ -265,36 +274,6 @@ export declare function createSandboxPerSession(host: (arg0: string, arg1: strin
  * repeated ports are refused at once (`js/strategies.js` throws them as a `TypeError`).
  */
 export declare function createSharedSandbox(host: (arg0: string, arg1: string) => Promise<string>, optionsJson: string): NativeSessionSandboxes
-
-/** The options of `dockerSandbox()`, as JavaScript gives them. */
-export interface DockerSandboxInit {
-  /** The image, present on the engine. */
-  image?: string
-  /** The Docker endpoint: `unix:///path`, a socket path or `tcp://host:port`. */
-  host?: string
-  /** Pull the image when the engine does not have it. */
-  pull?: boolean
-  /** The start of every container name. */
-  namePrefix?: string
-  /** The user commands run as, `uid:gid`. */
-  user?: string
-  /** The default working directory. */
-  workingDirectory?: string
-  /** The user's home directory. */
-  home?: string
-  /** The ports of each sandbox. */
-  ports?: Array<number>
-  /** Variables in the environment of the container. */
-  env?: Record<string, string>
-  /** CPUs the container may use. */
-  cpus?: number
-  /** Memory: bytes, or a size such as `"512m"`. */
-  memory?: number | string
-  /** Processes the container may run at once. */
-  pids?: number
-  /** `"none"` or `"host"`. */
-  network?: string
-}
 
 /**
  * The body `createUIMessageStreamResponse` of `ai` sends for `chunksJson` (a JSON array of
@@ -312,20 +291,6 @@ export interface ForkInit {
   ports?: Array<number>
   /** Its working directory, absolute or relative to the forked view's. */
   workingDirectory?: string
-}
-
-/** The options of `localSandbox()`, as JavaScript gives them. */
-export interface LocalSandboxInit {
-  /** The folder that holds one folder per session. */
-  root?: string
-  /** The ports of each session (this host's, on 127.0.0.1). */
-  ports?: Array<number>
-  /** Variables in the environment of every command. */
-  env?: Record<string, string>
-  /** Pass this process's whole environment to commands. */
-  inheritEnv?: boolean
-  /** Folders besides the session's that the file API reaches. Default: `["/tmp/harness"]`. */
-  allowedPaths?: Array<string>
 }
 
 /** The version of the native addon. */

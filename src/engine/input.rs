@@ -173,6 +173,40 @@ pub fn ports(list: Vec<Port>) -> Vec<u16> {
     list.into_iter().map(|Port(port)| port).collect()
 }
 
+/// A number: any finite one (bounds are the domain's to check).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Number(pub f64);
+
+impl<'de> Deserialize<'de> for Number {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::Number(n) => n
+                .as_f64()
+                .map(Number)
+                .ok_or_else(|| de::Error::custom("must be a number")),
+            _ => Err(de::Error::custom("must be a number")),
+        }
+    }
+}
+
+/// A domain rule's refusal as a serde error, for a field type that applies the rule: its message
+/// without the path in front (`memory: ...`), which [`read`] puts back, whatever the field's path.
+///
+/// # Errors
+/// The rule's refusal.
+pub fn by_rule<T, E: de::Error>(result: Result<T>) -> std::result::Result<T, E> {
+    result.map_err(|error| match error {
+        SessionError::Input { path, message } => {
+            let tail = message
+                .strip_prefix(&format!("{path}: "))
+                .or_else(|| message.strip_prefix(&format!("{path} ")))
+                .unwrap_or(&message);
+            E::custom(tail)
+        }
+        other => E::custom(other),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
