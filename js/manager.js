@@ -381,16 +381,11 @@ class Queues {
 
 /**
  * The options of one turn `send()` and `continue()` may be given (`instructionAddendum`,
- * `limits: { maxSteps?, timeoutMs? }`): read here, checked by the engine.
+ * `limits: { maxSteps?, timeoutMs? }`): read here as plain data, checked by the engine.
  */
 function turnOptions(options) {
   const { instructionAddendum, limits } = plain(options, 'options', ['instructionAddendum', 'limits']);
-  need(instructionAddendum === undefined || typeof instructionAddendum === 'string', 'instructionAddendum', 'instructionAddendum must be a string');
-  if (limits === undefined) return { instructionAddendum };
-  const { maxSteps, timeoutMs } = plain(limits, 'limits', ['maxSteps', 'timeoutMs'], { refuseOthers: true });
-  need(maxSteps === undefined || (Number.isSafeInteger(maxSteps) && maxSteps >= 1), 'limits.maxSteps', 'limits.maxSteps must be a whole number, one or more');
-  checkDuration(timeoutMs, 'limits.timeoutMs');
-  return { instructionAddendum, limits: { maxSteps, timeoutMs } };
+  return { instructionAddendum: data(instructionAddendum, 'instructionAddendum'), limits: data(limits, 'limits') };
 }
 
 /** Whether `error` (from the native manager) is a command or message its caller cut before it started. */

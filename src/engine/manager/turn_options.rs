@@ -4,9 +4,11 @@
 
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::engine::error::{Result, SessionError};
+use crate::engine::input::{self, Count, Millis};
 use crate::engine::ui::UiChunk;
 
 /// The longest addendum, in UTF-8 bytes.
@@ -80,73 +82,42 @@ pub(super) fn starts_step(chunk: &UiChunk) -> bool {
     chunk.type_name() == "start-step"
 }
 
+/// The options of a turn as `send()` and `continue()` are given them.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct TurnInput {
+    instruction_addendum: Option<String>,
+    limits: Option<Limits>,
+}
+
+/// `limits: { maxSteps?, timeoutMs? }`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Limits {
+    max_steps: Option<Count<1>>,
+    timeout_ms: Option<Millis>,
+}
+
 /// The options of a turn from the JSON `send()` and `continue()` are given: `instructionAddendum`,
 /// `limits: { maxSteps?, timeoutMs? }`.
 ///
 /// # Errors
 /// [`SessionError::Input`] naming the option at fault.
 pub fn read(addendum: Option<Value>, limits: Option<Value>) -> Result<TurnOptions> {
-    let instruction_addendum = match addendum {
-        None | Some(Value::Null) => None,
-        Some(Value::String(text)) => Some(text),
-        Some(_) => {
-            return Err(SessionError::input(
-                "instructionAddendum",
-                "instructionAddendum must be a string",
-            ))
-        }
-    };
-    let mut options = TurnOptions {
+    let given = json!({ "instructionAddendum": addendum, "limits": limits });
+    let TurnInput {
         instruction_addendum,
-        ..TurnOptions::default()
+        limits,
+    } = input::read(given, "options", "a turn")?;
+    let limits = limits.unwrap_or(Limits {
+        max_steps: None,
+        timeout_ms: None,
+    });
+    let options = TurnOptions {
+        instruction_addendum,
+        max_steps: limits.max_steps.map(|Count(max)| max),
+        timeout: limits.timeout_ms.map(|Millis(timeout)| timeout),
     };
-    match limits {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(limits)) => {
-            for key in limits.keys() {
-                if key != "maxSteps" && key != "timeoutMs" {
-                    return Err(SessionError::input(
-                        format!("limits.{key}"),
-                        format!("limits.{key} is not a limit: maxSteps, timeoutMs"),
-                    ));
-                }
-            }
-            match limits.get("maxSteps") {
-                None | Some(Value::Null) => {}
-                Some(value) => match value.as_u64() {
-                    Some(n) if (1..=u64::from(u32::MAX)).contains(&n) => {
-                        options.max_steps = Some(n as u32)
-                    }
-                    _ => {
-                        return Err(SessionError::input(
-                            "limits.maxSteps",
-                            "limits.maxSteps must be a whole number, one or more",
-                        ))
-                    }
-                },
-            }
-            match limits.get("timeoutMs") {
-                None | Some(Value::Null) => {}
-                Some(value) => match value.as_f64() {
-                    Some(ms) if (0.0..=1e15).contains(&ms) => {
-                        options.timeout = Some(Duration::from_micros((ms * 1000.0) as u64))
-                    }
-                    _ => {
-                        return Err(SessionError::input(
-                            "limits.timeoutMs",
-                            "limits.timeoutMs must be a number of milliseconds, zero or more",
-                        ))
-                    }
-                },
-            }
-        }
-        Some(_) => {
-            return Err(SessionError::input(
-                "limits",
-                "limits must be { maxSteps?, timeoutMs? }",
-            ))
-        }
-    }
     options.check()?;
     Ok(options)
 }
@@ -170,14 +141,21 @@ mod tests {
         let options = read(None, Some(json!({ "maxSteps": 2, "timeoutMs": 1500 }))).unwrap();
         assert_eq!(options.max_steps, Some(2));
         assert_eq!(options.timeout, Some(Duration::from_millis(1500)));
-        for bad in [
-            json!({ "maxSteps": 0 }),
-            json!({ "maxSteps": 1.5 }),
-            json!({ "timeoutMs": -1 }),
-            json!({ "other": 1 }),
-            json!(3),
+        for (bad, at) in [
+            (json!({ "maxSteps": 0 }), "limits.maxSteps"),
+            (json!({ "maxSteps": 1.5 }), "limits.maxSteps"),
+            (json!({ "timeoutMs": -1 }), "limits.timeoutMs"),
+            (json!({ "timeoutMs": "NaN" }), "limits.timeoutMs"),
+            (json!({ "other": 1 }), "limits.other"),
+            (json!(3), "limits"),
         ] {
-            assert!(read(None, Some(bad)).is_err());
+            match read(None, Some(bad.clone())) {
+                Err(SessionError::Input { path, message }) => {
+                    assert_eq!(path, at, "{bad}");
+                    assert!(message.starts_with(at), "{message}");
+                }
+                other => panic!("{bad}: {other:?}"),
+            }
         }
     }
 
