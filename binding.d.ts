@@ -192,7 +192,8 @@ export declare class NativeStore {
   /** A store in memory. */
   static memory(): NativeStore
   /**
-   * A SQLite store in the file at `path` (absolute: `index.js` resolves a relative one), opened
+   * A SQLite store in the file at `path` (a relative one resolved against the working directory
+   * now), opened
    * at its first use: the file created (mode 0600) when missing, with its missing parent
    * folders (mode 0700); resume states are encrypted with `encryption_key` (32 bytes) when one
    * is given. A bad path or an old SQLite fails the first call that uses the store.

@@ -334,7 +334,10 @@ export interface DockerSandboxOptions {
   namePrefix?: string;
   /** The name the function opens. Default: `'shared'`. */
   name?: string;
-  /** The user commands run as, numeric `uid:gid`. Default: `1000:1000`. */
+  /**
+   * The user commands run as: numeric, `uid` or `uid:gid`. A name is refused (`SessionInputError` at
+   * `user`): the file API runs as these ids, which a name would leave to the image. Default: `1000:1000`.
+   */
   user?: string;
   /** Default: `/workspace`. */
   workingDirectory?: string;
@@ -347,7 +350,7 @@ export interface DockerSandboxOptions {
   cpus?: number;
   /** Bytes, or `'512m'`, `'2g'`. Default: `'1g'`. */
   memory?: number | string;
-  /** Processes at once. Default: 256. */
+  /** Processes at once, 8 or more. Default: 256. */
   pids?: number;
   /** Default: `'none'` without ports, `'host'` with. */
   network?: 'none' | 'host';

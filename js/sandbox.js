@@ -27,25 +27,6 @@ const { NativeSandboxSession, createDockerSandboxProvider, createLocalSandboxPro
 /** Bytes gathered from a written stream before they cross to Rust. */
 const WRITE_BATCH = 1024 * 1024;
 
-/**
- * @typedef {object} DockerSandboxOptions
- * @property {string} image The image, on the engine already (built or imported): nothing is pulled unless `pull`.
- * @property {string} [host] The Docker endpoint: `unix:///path/docker.sock`, a socket path, or `tcp://host:port`. Default: `DOCKER_HOST`, then `/var/run/docker.sock`.
- * @property {boolean} [pull] Pull the image when the engine lacks it. Default: false.
- * @property {string} [namePrefix] The start of container names. Default: `harness-sessions-`.
- * @property {string} [name] The name `open()` uses for the shared sandbox. Default: `shared`.
- * @property {string} [user] The user commands run as: numeric, `uid` or `uid:gid` (names are refused). Default: `1000:1000`.
- * @property {string} [workingDirectory] Default: `/workspace`.
- * @property {string} [home] The user's HOME. Default: `/home/sandbox`.
- * @property {number[]} [ports] Ports of each sandbox (host networking, reached on 127.0.0.1; a process binding
- *   0.0.0.0 is also reachable on the host's other interfaces unless a firewall closes them). Default: none, and no network.
- * @property {Record<string, string>} [env] Environment of the container.
- * @property {number} [cpus] Default: 1.
- * @property {number | string} [memory] Bytes, or `'512m'`, `'2g'`. Default: `'1g'`.
- * @property {number} [pids] Processes at once. Default: 256.
- * @property {'none' | 'host'} [network] Default: `'none'` without ports, `'host'` with.
- */
-
 /** The shapes the methods of a session check before their arguments cross to Rust. */
 const is = {
   ports: (v) => Array.isArray(v) && v.every((p) => Number.isInteger(p) && p > 0 && p < 65536),
@@ -59,28 +40,15 @@ function optionsJson(options) {
 
 /**
  * A Docker sandbox provider, also the `open` of `sharedSandbox()`.
- * @param {DockerSandboxOptions} options
+ * @param {import('../index').DockerSandboxOptions} options (described in index.d.ts, checked in Rust)
  */
 function dockerSandbox(options) {
   return provider(translating(() => createDockerSandboxProvider(optionsJson(options))));
 }
 
 /**
- * @typedef {object} LocalSandboxOptions
- * @property {string} root The folder that holds one folder per session (created at the first session;
- *   a relative path is resolved against the working directory now). Commands run
- *   on this host as the server's user: the file API is confined to the session's folder, processes are not.
- * @property {number[]} [ports] Ports of each session: this host's, on 127.0.0.1.
- * @property {Record<string, string>} [env] Environment of every command.
- * @property {boolean} [inheritEnv] Pass this process's whole environment (its secrets too). Default: false.
- * @property {string[]} [allowedPaths] Folders of this host besides the session's that the file API reaches
- *   (shared by every session; where harnesses bootstrap). Default: `['/tmp/harness']`.
- * @property {string} [name] The name `open()` uses for the shared sandbox. Default: `shared`.
- */
-
-/**
  * A local sandbox provider: processes on this host, without isolation.
- * @param {LocalSandboxOptions} options
+ * @param {import('../index').LocalSandboxOptions} options (described in index.d.ts, checked in Rust)
  */
 function localSandbox(options) {
   return provider(translating(() => createLocalSandboxProvider(optionsJson(options))));
