@@ -48,8 +48,11 @@ export declare class NativeManager {
    * strategies (`sharedSandbox()`, `sandboxPerSession()`).
    */
   constructor(host: (arg0: string, arg1: string) => Promise<string>, optionsJson: string, store?: NativeStore | undefined | null, sandboxes?: NativeSessionSandboxes | undefined | null)
-  /** `create({ id, metadata })`: the session, as JSON. */
-  create(id: string, metadataJson: string): Promise<string>
+  /**
+   * `create({ id, metadata, initialHistory? })`: the session, as JSON. `history_json` is
+   * `{ items, messageIds }`: the imported transcript, and an id for each message it may make.
+   */
+  create(id: string, metadataJson: string, historyJson?: string | undefined | null): Promise<string>
   /** `get(id)`: the record as JSON, or nothing. */
   get(id: string): Promise<string | null>
   /** `list()`: the summaries as JSON. */

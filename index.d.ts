@@ -114,6 +114,19 @@ export interface PendingToolCall {
   input: unknown;
 }
 
+/**
+ * An item of an imported conversation, in the portable format: plain user and assistant text,
+ * and completed tool calls with their results (history: they never run). A nonempty transcript
+ * starts with a user item; every call has exactly one result after it (before the next user
+ * item), and no two calls share a `callId`. At most 256 items; 256,000 UTF-8 bytes per text,
+ * `arguments` (as JSON text) or `output` (a string's text, else its JSON text); 512,000 in all;
+ * 32 levels of nesting in `arguments` and `output`.
+ */
+export type ImportedItem =
+  | { type: 'user' | 'assistant'; text: string }
+  | { type: 'tool_call'; callId: string; name: string; arguments: Record<string, unknown> }
+  | { type: 'tool_result'; callId: string; output: unknown };
+
 /** What a session `awaiting-input` waits for. */
 export interface PendingInput {
   approvals: PendingApproval[];
@@ -144,6 +157,11 @@ export interface SessionSummary<METADATA = unknown> {
   error?: string;
   /** What it waits for, when `awaiting-input` (or suspended while it waited). */
   pendingInput?: PendingInput;
+  /**
+   * `true` while it holds a conversation imported by `create({ initialHistory })` that its agent
+   * was not given yet (it is, with the first turn's prompt); absent otherwise. An addition.
+   */
+  importPending?: true;
 }
 
 /** A session with its conversation, as `useChat` shows it. */
@@ -491,7 +509,13 @@ export type SessionEvent<METADATA = unknown> =
 
 /** The sessions of an application with its coding agents. */
 export interface SessionManager<METADATA = unknown> {
-  create(options: { id?: string; metadata: METADATA }): Promise<SessionSummary<METADATA>>;
+  /**
+   * Opens a session in the background and returns it `preparing`. With `initialHistory` (an
+   * addition), the session starts with that conversation: checked whole first (a
+   * `SessionInputError` naming the item and the rule, and nothing created), written as its
+   * messages, and told to the agent with its first turn.
+   */
+  create(options: { id?: string; metadata: METADATA; initialHistory?: ImportedItem[] }): Promise<SessionSummary<METADATA>>;
   get(id: string): Promise<SessionRecord<METADATA> | undefined>;
   list(): Promise<SessionSummary<METADATA>[]>;
   send(id: string, options: SendOptions): Promise<SessionTurn<METADATA>>;

@@ -181,11 +181,12 @@ function createSessionManager(given) {
 
   const api = {
     async create(options) {
-      need(options !== undefined, 'options', 'create() takes { id?, metadata }');
-      const { id, metadata } = plain(options, 'options', ['id', 'metadata']);
+      need(options !== undefined, 'options', 'create() takes { id?, metadata, initialHistory? }');
+      const { id, metadata, initialHistory } = plain(options, 'options', ['id', 'metadata', 'initialHistory']);
       if (id !== undefined) checkId(id);
       const text = json(metadata, 'metadata');
-      return parse(await call(() => manager.create(id ?? newId(), text)));
+      const history = initialHistory === undefined ? null : importedHistory(initialHistory, newId);
+      return parse(await call(() => manager.create(id ?? newId(), text, history)));
     },
     async get(id) {
       checkId(id);
@@ -312,6 +313,19 @@ function createSessionManager(given) {
     value: () => ({ ...JSON.parse(manager.diagnostics()), handles: host.handles() }),
   });
   return api;
+}
+
+/**
+ * What the engine is given of `create()`'s `initialHistory`: `{ items, messageIds }` as JSON, the
+ * transcript read once (a getter that throws is bad input) and an id from `generateId` for each
+ * item, enough for every message the engine makes of it. The engine checks the transcript.
+ */
+function importedHistory(initialHistory, newId) {
+  const items = json(initialHistory, 'initialHistory');
+  const read = JSON.parse(items);
+  need(Array.isArray(read), 'initialHistory', 'initialHistory must be an array');
+  const messageIds = read.map(() => newId());
+  return `{"items":${items},"messageIds":${JSON.stringify(messageIds)}}`;
 }
 
 /** The longest `submissionId`. */

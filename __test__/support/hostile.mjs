@@ -195,6 +195,39 @@ export function around(random, leaf, depth = random.int(4)) {
   return object;
 }
 
+/**
+ * An imported transcript (`create()`'s `initialHistory`) that breaks a rule: a poison as a text,
+ * as a call's arguments or as a result's output (`kind` 0, 1, 2), or (otherwise) a transcript of
+ * the wrong shape or order. `{ value, why }`.
+ */
+function badHistory(random, kind) {
+  const user = { type: 'user', text: 'hi' };
+  const call = (args) => ({ type: 'tool_call', callId: 'c', name: 'x', arguments: args });
+  const result = (output) => ({ type: 'tool_result', callId: 'c', output });
+  const { value: poisonValue, why } = poisoned(random);
+  switch (kind) {
+    case 0:
+      return { value: [user, { type: 'assistant', text: poisonValue }], why: `a text ${why}` };
+    case 1:
+      return { value: [user, call(poisonValue), result('ok')], why: `arguments ${why}` };
+    case 2:
+      return { value: [user, call({}), result(poisonValue)], why: `an output ${why}` };
+    default:
+      return random.pick([
+        () => ({ value: { 0: user }, why: 'not an array' }),
+        () => ({ value: [{ type: 'assistant', text: 'a' }], why: 'not starting with a user item' }),
+        () => ({ value: [user, call({})], why: 'a call without its result' }),
+        () => ({ value: [user, result('a')], why: 'a result without its call' }),
+        () => ({ value: [user, call({}), result(1), result(2)], why: 'a second result' }),
+        () => ({ value: [user, call([]), result(1)], why: 'arguments not an object' }),
+        () => ({ value: [user, { type: 'system', text: 'a' }], why: 'a system item' }),
+        () => ({ value: Array.from({ length: 257 }, () => user), why: '257 items' }),
+        () => ({ value: [{ ...user, text: 'a'.repeat(256_001) }], why: 'a text too long' }),
+        () => ({ value: [user, noise(random)], why: 'an item of noise' }),
+      ])();
+  }
+}
+
 /** A poison hidden inside noise: `{ value, why }`. */
 export function poisoned(random, options) {
   const { value, why } = poison(random, options);
@@ -406,7 +439,7 @@ export const ENTRY_POINTS = {
 
   create(random, context) {
     const input = ['SessionInputError'];
-    const choice = random.int(8);
+    const choice = random.int(11);
     if (choice === 0) return { category: 'null-options', why: 'create(null)', args: [null], expect: input };
     if (choice === 1) {
       return { category: 'primitive-create-options', why: 'create() of a primitive', args: [random.pick([1, 'options', true, 5n])], expect: input };
@@ -421,6 +454,10 @@ export const ENTRY_POINTS = {
     }
     if (choice === 4) {
       return { category: 'existing-id', why: 'the id of a session that exists', args: [{ id: random.pick(Object.values(context.ids)), metadata: {} }], expect: ['SessionConflictError'] };
+    }
+    if (choice >= 8) {
+      const { value, why } = badHistory(random, choice - 8);
+      return { category: 'bad-initial-history', why: `initialHistory ${why}`, args: [{ id: `new-${random.int(1e9)}`, metadata: {}, initialHistory: value }], expect: input };
     }
     const { value, why } = random.chance(0.2) ? { value: random.pick([Symbol('m'), () => 1]), why: 'a symbol or function' } : poisoned(random);
     return { category: 'bad-metadata', why: `metadata ${why}`, args: [{ id: `new-${random.int(1e9)}`, metadata: value }], expect: input };

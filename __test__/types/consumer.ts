@@ -12,6 +12,7 @@ import {
   SessionError,
   SessionInputError,
   SessionNotFoundError,
+  type ImportedItem,
   type SessionEvent,
   type SessionManager,
   type SessionSandboxes,
@@ -137,4 +138,21 @@ export async function additions(): Promise<number> {
   await sessions.send('x', { message: 'hi', instructionAddendum: 'Be brief.', limits: { maxSteps: 3, timeoutMs: 60_000 } });
   const record = await sessions.get('x');
   return result.exitCode + result.stdoutCutBytes + (record?.commandResults?.length ?? 0);
+}
+
+// The addition of issue 16: a conversation imported at create().
+export async function imported(): Promise<boolean> {
+  const history: ImportedItem[] = [
+    { type: 'user', text: 'Check Atlas.' },
+    { type: 'tool_call', callId: 'c', name: 'lookup', arguments: { name: 'Atlas' } },
+    { type: 'tool_result', callId: 'c', output: '{"available":false}' },
+    { type: 'assistant', text: 'Atlas is taken.' },
+  ];
+  const created = await sessions.create({ id: 'i', metadata: { title: 'Imported' }, initialHistory: history });
+  // @ts-expect-error tool arguments are an object
+  const bad: ImportedItem = { type: 'tool_call', callId: 'c', name: 'x', arguments: 'x' };
+  void bad;
+  // @ts-expect-error a system message is not in the format
+  await sessions.create({ id: 'j', metadata: { title: 'x' }, initialHistory: [{ type: 'system', text: 'x' }] });
+  return created.importPending === true;
 }

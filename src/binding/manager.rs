@@ -24,6 +24,7 @@ use crate::engine::manager::{
     turn_options, ContinueRequest, ExecRequest, ManagerOptions, Seams, SendRequest, SessionManager,
     SubmissionAsk, DEFAULT_MAX_OUTPUT_BYTES,
 };
+use crate::engine::session::import;
 use crate::engine::store::SessionStore;
 
 /// What `js/manager.js` passes: the data options of `createSessionManager()` (the functions
@@ -89,6 +90,14 @@ fn argument<T: DeserializeOwned>(json: &str, name: &str) -> Result<T> {
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
     serde_json::to_string(value)
         .map_err(|e| SessionError::internal(format!("a result could not be written as JSON: {e}")))
+}
+
+/// An imported transcript, each item kept as its JSON text until it is checked.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ImportArgs {
+    items: Vec<Box<serde_json::value::RawValue>>,
+    message_ids: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -209,12 +218,30 @@ impl NativeManager {
         })
     }
 
-    /// `create({ id, metadata })`: the session, as JSON.
+    /// `create({ id, metadata, initialHistory? })`: the session, as JSON. `history_json` is
+    /// `{ items, messageIds }`: the imported transcript, and an id for each message it may make.
     #[napi]
-    pub async fn create(&self, id: String, metadata_json: String) -> napi::Result<String> {
+    pub async fn create(
+        &self,
+        id: String,
+        metadata_json: String,
+        history_json: Option<String>,
+    ) -> napi::Result<String> {
         guard(async {
             let metadata = argument(&metadata_json, "metadata")?;
-            to_json(&self.manager.create(id, metadata).await?)
+            let history = match history_json {
+                Some(text) => {
+                    let args: ImportArgs = argument(&text, "initialHistory")?;
+                    import::read_history(&args.items, &args.message_ids)?
+                }
+                None => Vec::new(),
+            };
+            to_json(
+                &self
+                    .manager
+                    .create_with_history(id, metadata, history)
+                    .await?,
+            )
         })
         .await
     }

@@ -35,8 +35,11 @@ use crate::engine::client::TurnClients;
 use crate::engine::error::{Result, SessionError};
 use crate::engine::hooks::{ManagerHooks, SessionEvent};
 use crate::engine::lease::SessionSandboxes;
+use crate::engine::session::import;
 use crate::engine::session::lifecycle::{self, decide, Command, Decision, Event, Input};
-use crate::engine::session::{SessionRecord, SessionStatus, SessionSummary, Timestamp};
+use crate::engine::session::{
+    SessionRecord, SessionStatus, SessionSummary, StoredMessage, Timestamp,
+};
 use crate::engine::store::SessionStore;
 
 pub use self::exec::{ExecRequest, DEFAULT_MAX_OUTPUT_BYTES, MOST_OUTPUT_BYTES};
@@ -158,13 +161,28 @@ impl SessionManager {
     /// [`SessionError::AlreadyExists`] for a known id, [`SessionError::Capacity`] when no slot can
     /// be had, [`SessionError::Input`] for metadata that is not JSON enough.
     pub async fn create(&self, id: String, metadata: Value) -> Result<SessionSummary> {
+        self.create_with_history(id, metadata, Vec::new()).await
+    }
+
+    /// [`SessionManager::create`] with an imported conversation, `history` (from
+    /// [`crate::engine::session::import::read_history`]): the session is written with it as its
+    /// messages, marked to give it to the agent with its first turn, in one save.
+    ///
+    /// # Errors
+    /// As [`SessionManager::create`].
+    pub async fn create_with_history(
+        &self,
+        id: String,
+        metadata: Value,
+        history: Vec<StoredMessage>,
+    ) -> Result<SessionSummary> {
         self.inner.ready().await?;
         if id.is_empty() {
             return Err(SessionError::input("id", "id must be a non-empty string"));
         }
         messages::check_depth(&metadata, "metadata")?;
         let entry = self.inner.entry(&id);
-        let result = self.inner.create(&entry, metadata).await;
+        let result = self.inner.create(&entry, metadata, history).await;
         self.inner.release(&entry);
         result
     }
@@ -522,6 +540,7 @@ impl Inner {
         self: &Arc<Self>,
         entry: &Arc<Entry>,
         metadata: Value,
+        history: Vec<StoredMessage>,
     ) -> Result<SessionSummary> {
         let _command = entry.commands.lock().await;
         if entry.state().record.is_none() {
@@ -539,14 +558,16 @@ impl Inner {
         }
         let victim = self.reserve_slot(entry)?;
         let now = now_ms();
+        let mut summary = SessionSummary::new(
+            entry.id.clone(),
+            lifecycle::NEW,
+            metadata,
+            Timestamp::from_millis(now),
+        );
+        import::mark_pending(&mut summary.extra, !history.is_empty());
         entry.state().record = Some(SessionRecord {
-            summary: SessionSummary::new(
-                entry.id.clone(),
-                lifecycle::NEW,
-                metadata,
-                Timestamp::from_millis(now),
-            ),
-            messages: Vec::new(),
+            summary,
+            messages: history,
             command_results: Vec::new(),
             submissions: Vec::new(),
         });

@@ -516,3 +516,39 @@ async fn a_paused_turn_lost_with_a_suspension_is_answered_in_words() {
         )
     );
 }
+
+#[tokio::test]
+async fn an_imported_conversation_is_kept_and_told_with_the_first_turn_only() {
+    let w = world(None, ManagerOptions::default(), None);
+    let items: Vec<Box<serde_json::value::RawValue>> = serde_json::from_str(
+        r#"[{"type":"user","text":"Check Atlas."},{"type":"assistant","text":"Taken."}]"#,
+    )
+    .unwrap();
+    let ids = vec!["m1".to_owned(), "m2".to_owned()];
+    let history = import::read_history(&items, &ids).unwrap();
+    let created = w
+        .manager
+        .create_with_history("i".into(), json!({}), history.clone())
+        .await
+        .unwrap();
+    assert!(import::is_pending(&created.extra));
+    assert_eq!(w.store.get("i").await.unwrap().unwrap().messages, history);
+    w.manager.send("i", send(1, "And Borealis?")).await.unwrap();
+    assert!(!import::is_pending(&wait_turn(&w, 1).await.extra));
+    w.manager.send("i", send(2, "again")).await.unwrap();
+    wait_turn(&w, 2).await;
+    let prompts = w.agent.prompts.lock().unwrap().clone();
+    assert_eq!(prompts.len(), 2);
+    assert!(prompts[0].contains("User: Check Atlas.\nAssistant: Taken."));
+    assert!(prompts[0].ends_with("\n\nAnd Borealis?"));
+    assert_eq!(prompts[1], "again");
+    let record = w.manager.get("i").await.unwrap().unwrap();
+    assert_eq!(record.messages.len(), 6);
+    assert_eq!(
+        record.messages[2].to_value()["parts"][0]["text"],
+        "And Borealis?"
+    );
+    assert!(!import::is_pending(
+        &w.store.get("i").await.unwrap().unwrap().summary.extra
+    ));
+}

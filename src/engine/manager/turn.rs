@@ -21,6 +21,7 @@ use super::turn_options::{starts_step, TurnOptions};
 use super::{timers, Inner, APPLICATION_STOPPED, SESSION_CLOSED, TURN_TOO_LONG};
 use crate::engine::agent::{TurnEnd, TurnInput, TurnReport, TurnStart};
 use crate::engine::error::{Result, SessionError};
+use crate::engine::session::import;
 use crate::engine::session::lifecycle::{decide, Command, Decision, Event, Input};
 use crate::engine::session::{SessionStatus, SessionSummary, StoredMessage};
 use crate::engine::ui::{MessageAccumulator, UiChunk};
@@ -99,6 +100,8 @@ struct Plan {
     message_id: String,
     input: TurnInput,
     continues: Option<Value>,
+    /// Whether the prompt gives the agent the session's imported conversation.
+    tells_import: bool,
 }
 
 impl Inner {
@@ -191,10 +194,18 @@ impl Inner {
                 TurnAsk::Send(request) => {
                     let message =
                         messages::user_message(&request.message, || request.message_id.clone())?;
-                    let prompt = request
+                    let mut prompt = request
                         .prompt
                         .clone()
                         .unwrap_or_else(|| messages::prompt_of(&message));
+                    // An imported conversation the agent was not given yet comes before the
+                    // prompt, once: the mark goes with this turn (kept if the agent gives no
+                    // stream), and the user's message in the record stays as they wrote it.
+                    let tells_import = import::is_pending(&record.summary.extra);
+                    if tells_import {
+                        prompt = import::with_transcript(&record.messages, &prompt);
+                        import::mark_pending(&mut record.summary.extra, false);
+                    }
                     messages::put_user_message(&mut record.messages, &message);
                     let plan = Plan {
                         turn_id: request.turn_id,
@@ -202,6 +213,7 @@ impl Inner {
                         input: TurnInput::Prompt(request.options.prompt(prompt)),
                         continues: None,
                         options: request.options.clone(),
+                        tells_import,
                     };
                     let mut accumulator = new_reply(None, request.reply_id)?;
                     if let Some(chunk) = request.options.metadata_chunk() {
@@ -259,6 +271,7 @@ impl Inner {
                         input,
                         continues,
                         options: request.options.clone(),
+                        tells_import: false,
                     };
                     (plan, index, accumulator)
                 }
@@ -324,6 +337,12 @@ impl Inner {
         let reports = match first {
             Ok(reports) => reports,
             Err(error) => {
+                // The agent was given nothing: the imported conversation waits for the next turn.
+                if plan.tells_import {
+                    if let Some(record) = entry.state().record.as_mut() {
+                        import::mark_pending(&mut record.summary.extra, true);
+                    }
+                }
                 let read = Reading {
                     failure: Some(error.clone()),
                     ..Reading::default()

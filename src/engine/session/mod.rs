@@ -1,5 +1,7 @@
-//! Sessions: what a session is ([`record`]) and how its status may change ([`lifecycle`]).
+//! Sessions: what a session is ([`record`]), how its status may change ([`lifecycle`]), and
+//! conversations imported into a new one ([`import`]).
 
+pub mod import;
 pub mod lifecycle;
 pub mod record;
 pub mod timestamp;

@@ -232,7 +232,7 @@ impl SessionSummary {
 pub const MESSAGE_DEPTH: usize = 128;
 
 /// How deeply `json` (valid JSON text) nests its arrays and objects.
-fn nesting(json: &str) -> usize {
+pub(super) fn nesting(json: &str) -> usize {
     let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
     for byte in json.bytes() {
         if in_string {
