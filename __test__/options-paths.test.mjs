@@ -174,7 +174,7 @@ describe('createSqliteSessionStore()', () => {
   });
 });
 
-describe('send() and continue(): the options of a turn', () => {
+describe('send(), continue() and exec()', () => {
   test('each refused at its path, the session unchanged', async () => {
     const { sessions } = testManager();
     try {
@@ -192,6 +192,15 @@ describe('send() and continue(): the options of a turn', () => {
       for (const [options, path, message] of cases) {
         await refusedAt(() => sessions.send('t', { message: 'hi', ...options }), path, message, `send ${path}`);
         await refusedAt(() => sessions.continue('t', options), path, message, `continue ${path}`);
+      }
+      for (const [options, path, message] of [
+        [{ command: 5 }, 'command', 'command must be a string'],
+        [{ command: '   ' }, 'command', 'command must be a non-empty string'],
+        [{ command: 'true', maxOutputBytes: -1 }, 'maxOutputBytes', 'maxOutputBytes must be a whole number of bytes, zero or more'],
+        [{ command: 'true', key: 7 }, 'key', 'key must be a string'],
+        [{ command: 'true', timeout: 1 }, 'timeout', 'timeout is not an option of exec()'],
+      ]) {
+        await refusedAt(() => sessions.exec('t', options), path, message, `exec ${path}`);
       }
       const unreadable = 'limits could not be read: boom';
       await refusedAt(() => sessions.send('t', throwing({ message: 'hi' }, 'limits')), 'limits', unreadable, 'send getter');

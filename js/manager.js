@@ -227,20 +227,10 @@ function createSessionManager(given) {
     async exec(id, options) {
       checkId(id);
       need(options !== undefined, 'options', 'exec() takes { command, key?, abortSignal?, maxOutputBytes? }');
-      const { command, key, abortSignal, maxOutputBytes } = plain(options, 'options', [
-        'command',
-        'key',
-        'abortSignal',
-        'maxOutputBytes',
-      ], { refuseOthers: true });
-      need(typeof command === 'string' && command.trim().length > 0, 'command', 'command must be a non-empty string');
-      need(key === undefined || (typeof key === 'string' && key.length > 0), 'key', 'key must be a non-empty string');
+      // The signal is JavaScript's; the engine checks the rest (and refuses an option it does not know).
+      const { abortSignal, ...rest } = fields(options, 'options');
       need(abortSignal === undefined || abortSignal instanceof AbortSignal, 'abortSignal', 'abortSignal must be an AbortSignal');
-      need(
-        maxOutputBytes === undefined || (Number.isSafeInteger(maxOutputBytes) && maxOutputBytes >= 0),
-        'maxOutputBytes',
-        'maxOutputBytes must be a whole number of bytes, zero or more',
-      );
+      const execOptions = data(rest, '');
       abortSignal?.throwIfAborted();
       const execId = turns.reserve();
       const cut = () => manager.cancelWaiting(execId);
@@ -250,7 +240,7 @@ function createSessionManager(given) {
         abortSignal.addEventListener('abort', cut, { once: true });
       }
       try {
-        const request = { execId, command, key, maxOutputBytes };
+        const request = { execId, options: execOptions };
         return JSON.parse(await holding(manager.exec(id, json(request, 'options'))));
       } catch (error) {
         if (abortSignal?.aborted && isCutBeforeStart(error)) throw abortSignal.reason;

@@ -19,7 +19,7 @@ use super::store::NativeStore;
 use super::strategies::NativeSessionSandboxes;
 use crate::engine::agent::{TurnEnd, TurnFailure, TurnReport};
 use crate::engine::error::{Result, SessionError};
-use crate::engine::input::{self, Count, Flag, Millis};
+use crate::engine::input::{self, Bytes, Count, Flag, Millis};
 use crate::engine::manager::{
     turn_options, ContinueRequest, ExecRequest, ManagerOptions, Seams, SendRequest, SessionManager,
     SubmissionAsk, DEFAULT_MAX_OUTPUT_BYTES,
@@ -145,13 +145,21 @@ struct ContinueArgs {
     submission: Option<SubmissionArgs>,
 }
 
+/// What `js/manager.js` passes to `exec()`: the number of the command, and its options.
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ExecArgs {
     exec_id: u64,
+    options: Value,
+}
+
+/// The options of `exec()` but `abortSignal`: their rules are the engine's (`exec.rs`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ExecOptions {
     command: String,
     key: Option<String>,
-    max_output_bytes: Option<u64>,
+    max_output_bytes: Option<Bytes>,
 }
 
 #[derive(Deserialize, Default)]
@@ -324,15 +332,18 @@ impl NativeManager {
     pub async fn exec(&self, id: String, request_json: String) -> napi::Result<String> {
         guard(async {
             let args: ExecArgs = argument(&request_json, "options")?;
+            let options: ExecOptions = input::read(args.options, "options", "exec()")?;
             let result = self
                 .manager
                 .exec(
                     &id,
                     ExecRequest {
                         exec_id: args.exec_id,
-                        command: args.command,
-                        key: args.key,
-                        max_output_bytes: args.max_output_bytes.unwrap_or(DEFAULT_MAX_OUTPUT_BYTES),
+                        command: options.command,
+                        key: options.key,
+                        max_output_bytes: options
+                            .max_output_bytes
+                            .map_or(DEFAULT_MAX_OUTPUT_BYTES, |Bytes(bytes)| bytes),
                     },
                 )
                 .await?;

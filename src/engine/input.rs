@@ -137,6 +137,20 @@ impl<'de, const MIN: u32> Deserialize<'de> for Count<MIN> {
     }
 }
 
+/// A number of bytes: a whole number, zero or more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bytes(pub u64);
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::Number(n) => n.as_u64().map(Bytes),
+            _ => None,
+        }
+        .ok_or_else(|| de::Error::custom("must be a whole number of bytes, zero or more"))
+    }
+}
+
 /// A boolean, refused with its own words rather than serde's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Flag(pub bool);
