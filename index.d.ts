@@ -603,7 +603,7 @@ export declare class SessionInputError extends SessionError {
   constructor(options: { path: string; message?: string });
   readonly code: 'SESSION_INPUT';
   readonly statusCode: 400;
-  /** The argument, field or path at fault: `message.parts[2].type`. */
+  /** The path of the argument or field at fault: `message.parts[2].type`, `sandboxes.capacity`, `ports[1]`, `env.HOME`. */
   readonly path: string;
   static isInstance(error: unknown): error is SessionInputError;
 }
