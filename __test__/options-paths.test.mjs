@@ -202,6 +202,11 @@ describe('send(), continue() and exec()', () => {
       ]) {
         await refusedAt(() => sessions.exec('t', options), path, message, `exec ${path}`);
       }
+      await refusedAt(() => sessions.send('t', { message: 'hi', prompt: 5 }), 'prompt', 'prompt must be a string', 'send prompt');
+      await refusedAt(() => sessions.send('t', {}), 'message', 'message must be a string or a UIMessage object', 'send without a message');
+      for (const name of ['toolApprovalContinuations', 'toolResultContinuations']) {
+        await refusedAt(() => sessions.continue('t', { [name]: 'x' }), name, `${name} must be an array`, `continue ${name}`);
+      }
       const unreadable = 'limits could not be read: boom';
       await refusedAt(() => sessions.send('t', throwing({ message: 'hi' }, 'limits')), 'limits', unreadable, 'send getter');
       await refusedAt(() => sessions.continue('t', throwing({}, 'limits')), 'limits', unreadable, 'continue getter');

@@ -197,8 +197,6 @@ function createSessionManager(given) {
     },
     async send(id, options) {
       const { message, prompt, abortSignal, submissionId } = plain(options, 'options', ['message', 'prompt', 'abortSignal', 'submissionId']);
-      need(typeof message === 'string' || (message !== null && typeof message === 'object'), 'message', 'message must be a string or a UIMessage');
-      need(prompt === undefined || typeof prompt === 'string', 'prompt', 'prompt must be a string');
       const turn = turnOptions(options);
       const submission = submissionOf(submissionId, ['send', message, prompt, turn]);
       const request = { message, prompt, messageId: newId(), replyId: newId(), submission, ...turn };
@@ -214,9 +212,8 @@ function createSessionManager(given) {
         'abortSignal',
         'submissionId',
       ]);
+      // `null` is no message to JSON: told apart from none here, the rest checked by the engine.
       need(message === undefined || (message !== null && typeof message === 'object'), 'message', 'message must be a UIMessage');
-      need(toolApprovalContinuations === undefined || Array.isArray(toolApprovalContinuations), 'toolApprovalContinuations', 'toolApprovalContinuations must be an array');
-      need(toolResultContinuations === undefined || Array.isArray(toolResultContinuations), 'toolResultContinuations', 'toolResultContinuations must be an array');
       const turn = turnOptions(options);
       const submission = submissionOf(submissionId, ['continue', message, toolApprovalContinuations, toolResultContinuations, turn]);
       const request = { message, toolApprovalContinuations, toolResultContinuations, submission, ...turn };

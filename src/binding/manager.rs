@@ -104,6 +104,8 @@ struct ImportArgs {
 #[serde(rename_all = "camelCase")]
 struct SendArgs {
     turn_id: u64,
+    /// Absent, it is refused as any message that is neither text nor a `UIMessage`.
+    #[serde(default)]
     message: Value,
     prompt: Option<String>,
     reply_id: String,
@@ -277,7 +279,7 @@ impl NativeManager {
     #[napi]
     pub async fn send(&self, id: String, request_json: String) -> napi::Result<String> {
         guard(async {
-            let args: SendArgs = argument(&request_json, "options")?;
+            let args: SendArgs = input::read_json(&request_json, "options", "send()")?;
             let started = self
                 .manager
                 .send(
@@ -305,7 +307,7 @@ impl NativeManager {
     #[napi(js_name = "continue")]
     pub async fn continue_turn(&self, id: String, request_json: String) -> napi::Result<String> {
         guard(async {
-            let args: ContinueArgs = argument(&request_json, "options")?;
+            let args: ContinueArgs = input::read_json(&request_json, "options", "continue()")?;
             let started = self
                 .manager
                 .continue_turn(
