@@ -48,7 +48,8 @@ describe('createSessionManager()', () => {
     [{ idleTimeoutMs: Number.NaN }, 'idleTimeoutMs', DURATION('idleTimeoutMs')],
     [{ closeSuspendedAfterMs: Number.POSITIVE_INFINITY }, 'closeSuspendedAfterMs', DURATION('closeSuspendedAfterMs')],
     [{ turnTimeoutMs: 'soon' }, 'turnTimeoutMs', DURATION('turnTimeoutMs')],
-    [{ windDownMs: null }, undefined],
+    [{ windDownMs: null }, 'windDownMs', DURATION('windDownMs')],
+    [{ windDownMs: 10_000, idleTimeoutMs: 0.5 }, undefined],
     [{ windDownMs: [5] }, 'windDownMs', DURATION('windDownMs')],
     [{ suspendIdleWhenFull: 'yes' }, 'suspendIdleWhenFull', 'suspendIdleWhenFull must be a boolean'],
     [{ reconnectBufferChunks: -1 }, 'reconnectBufferChunks', 'reconnectBufferChunks must be a whole number, zero or more'],
@@ -203,6 +204,10 @@ describe('send(), continue() and exec()', () => {
         await refusedAt(() => sessions.exec('t', options), path, message, `exec ${path}`);
       }
       await refusedAt(() => sessions.send('t', { message: 'hi', prompt: 5 }), 'prompt', 'prompt must be a string', 'send prompt');
+      await refusedAt(() => sessions.send('t', { message: 'hi', prompt: null }), 'prompt', 'prompt must be a string', 'send prompt null');
+      await refusedAt(() => sessions.send('t', { message: 'hi', instructionAddendum: null }), 'instructionAddendum', 'instructionAddendum must be a string', 'send addendum null');
+      await refusedAt(() => sessions.continue('t', { toolApprovalContinuations: null }), 'toolApprovalContinuations', 'toolApprovalContinuations must be an array', 'continue null');
+      await refusedAt(() => dockerSandbox({ image: 'x', host: 'unix:///nowhere.sock', user: null }), 'user', 'user must be a string', 'docker user null');
       await refusedAt(() => sessions.send('t', {}), 'message', 'message must be a string or a UIMessage object', 'send without a message');
       for (const name of ['toolApprovalContinuations', 'toolResultContinuations']) {
         await refusedAt(() => sessions.continue('t', { [name]: 'x' }), name, `${name} must be an array`, `continue ${name}`);

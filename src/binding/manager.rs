@@ -40,14 +40,21 @@ struct Settings {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Options {
+    #[serde(default, deserialize_with = "input::present")]
     idle_timeout_ms: Option<Millis>,
+    #[serde(default, deserialize_with = "input::present")]
     close_suspended_after_ms: Option<Millis>,
+    #[serde(default, deserialize_with = "input::present")]
     turn_timeout_ms: Option<Millis>,
+    #[serde(default, deserialize_with = "input::present")]
     wind_down_ms: Option<Millis>,
+    #[serde(default, deserialize_with = "input::present")]
     suspend_idle_when_full: Option<Flag>,
     /// Used by `js/turns.js`; checked here with the others.
     #[allow(dead_code)]
+    #[serde(default, deserialize_with = "input::present")]
     reconnect_buffer_chunks: Option<Count<0>>,
+    #[serde(default, deserialize_with = "input::present")]
     sandboxes: Option<SandboxesOptions>,
 }
 
@@ -55,6 +62,7 @@ struct Options {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct SandboxesOptions {
+    #[serde(default, deserialize_with = "input::present")]
     capacity: Option<Count<1>>,
 }
 
@@ -107,10 +115,13 @@ struct SendArgs {
     /// Absent, it is refused as any message that is neither text nor a `UIMessage`.
     #[serde(default)]
     message: Value,
+    #[serde(default, deserialize_with = "input::present")]
     prompt: Option<String>,
     reply_id: String,
     message_id: String,
+    #[serde(default, deserialize_with = "input::present")]
     instruction_addendum: Option<Value>,
+    #[serde(default, deserialize_with = "input::present")]
     limits: Option<Value>,
     #[serde(default)]
     submission: Option<SubmissionArgs>,
@@ -137,11 +148,13 @@ impl From<SubmissionArgs> for SubmissionAsk {
 struct ContinueArgs {
     turn_id: u64,
     message: Option<Value>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "input::present")]
     tool_approval_continuations: Option<Vec<Value>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "input::present")]
     tool_result_continuations: Option<Vec<Value>>,
+    #[serde(default, deserialize_with = "input::present")]
     instruction_addendum: Option<Value>,
+    #[serde(default, deserialize_with = "input::present")]
     limits: Option<Value>,
     #[serde(default)]
     submission: Option<SubmissionArgs>,
@@ -160,7 +173,9 @@ struct ExecArgs {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ExecOptions {
     command: String,
+    #[serde(default, deserialize_with = "input::present")]
     key: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
     max_output_bytes: Option<Bytes>,
 }
 

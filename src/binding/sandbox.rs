@@ -41,19 +41,33 @@ pub(crate) use stream::{NativeFileReader, NativeFileWriter, NativeSandboxProcess
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct DockerSandboxInit {
+    #[serde(default, deserialize_with = "input::present")]
     image: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
     host: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
     pull: Option<Flag>,
+    #[serde(default, deserialize_with = "input::present")]
     name_prefix: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
     name: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
     user: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
     working_directory: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
     home: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
     ports: Option<Vec<Port>>,
+    #[serde(default, deserialize_with = "input::present")]
     env: Option<BTreeMap<String, String>>,
+    #[serde(default, deserialize_with = "input::present")]
     cpus: Option<Number>,
+    #[serde(default, deserialize_with = "input::present")]
     memory: Option<Memory>,
+    #[serde(default, deserialize_with = "input::present")]
     pids: Option<Count<1>>,
+    #[serde(default, deserialize_with = "input::present")]
     network: Option<Network>,
 }
 
@@ -90,11 +104,17 @@ impl<'de> Deserialize<'de> for Network {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct LocalSandboxInit {
+    #[serde(default, deserialize_with = "input::present")]
     root: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
     ports: Option<Vec<Port>>,
+    #[serde(default, deserialize_with = "input::present")]
     env: Option<BTreeMap<String, String>>,
+    #[serde(default, deserialize_with = "input::present")]
     inherit_env: Option<Flag>,
+    #[serde(default, deserialize_with = "input::present")]
     allowed_paths: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "input::present")]
     name: Option<String>,
 }
 

@@ -206,6 +206,7 @@ impl SandboxMaker for JsMaker {
 struct SharedInit {
     #[serde(default)]
     ports: Vec<Port>,
+    #[serde(default, deserialize_with = "input::present")]
     stop_when_unused: Option<Flag>,
 }
 
@@ -213,6 +214,7 @@ struct SharedInit {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct PerSessionInit {
+    #[serde(default, deserialize_with = "input::present")]
     max_sessions: Option<Count<1>>,
 }
 

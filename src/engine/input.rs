@@ -90,6 +90,18 @@ fn expected_of(text: &str) -> Option<&str> {
     })
 }
 
+/// For an optional field (`#[serde(default, deserialize_with = "input::present")]`): absent, it is
+/// `None`; given, even as `null`, it must be a `T`. JavaScript's optional options take `undefined`,
+/// never `null`, and a `null` is refused as any other value of the wrong type.
+///
+/// # Errors
+/// The refusal of `T`.
+pub fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<T>, D::Error> {
+    T::deserialize(deserializer).map(Some)
+}
+
 /// The longest duration an option takes, in milliseconds (about 31,700 years).
 const MOST_MILLIS: f64 = 1e15;
 
@@ -230,6 +242,7 @@ mod tests {
     #[derive(Debug, Deserialize)]
     #[serde(deny_unknown_fields, rename_all = "camelCase")]
     struct Sample {
+        #[serde(default, deserialize_with = "present")]
         idle_timeout_ms: Option<Millis>,
         flag: Option<Flag>,
         nested: Option<Nested>,
@@ -260,6 +273,11 @@ mod tests {
             ),
             (
                 json!({ "idleTimeoutMs": "NaN" }),
+                "idleTimeoutMs",
+                "idleTimeoutMs must be a number of milliseconds, zero or more",
+            ),
+            (
+                json!({ "idleTimeoutMs": null }),
                 "idleTimeoutMs",
                 "idleTimeoutMs must be a number of milliseconds, zero or more",
             ),

@@ -86,7 +86,9 @@ pub(super) fn starts_step(chunk: &UiChunk) -> bool {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct TurnInput {
+    #[serde(default, deserialize_with = "input::present")]
     instruction_addendum: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
     limits: Option<Limits>,
 }
 
@@ -94,7 +96,9 @@ struct TurnInput {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Limits {
+    #[serde(default, deserialize_with = "input::present")]
     max_steps: Option<Count<1>>,
+    #[serde(default, deserialize_with = "input::present")]
     timeout_ms: Option<Millis>,
 }
 
@@ -104,11 +108,17 @@ struct Limits {
 /// # Errors
 /// [`SessionError::Input`] naming the option at fault.
 pub fn read(addendum: Option<Value>, limits: Option<Value>) -> Result<TurnOptions> {
-    let given = json!({ "instructionAddendum": addendum, "limits": limits });
+    let mut given = serde_json::Map::new();
+    if let Some(addendum) = addendum {
+        given.insert("instructionAddendum".into(), addendum);
+    }
+    if let Some(limits) = limits {
+        given.insert("limits".into(), limits);
+    }
     let TurnInput {
         instruction_addendum,
         limits,
-    } = input::read(given, "options", "a turn")?;
+    } = input::read(Value::Object(given), "options", "a turn")?;
     let limits = limits.unwrap_or(Limits {
         max_steps: None,
         timeout_ms: None,
@@ -134,6 +144,10 @@ mod tests {
         assert!(read(Some(Value::String(past)), None).is_err());
         assert!(read(Some(Value::String("a\0".into())), None).is_err());
         assert!(read(Some(json!(3)), None).is_err());
+        assert!(
+            read(Some(Value::Null), None).is_err(),
+            "null is no addendum"
+        );
     }
 
     #[test]
