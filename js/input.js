@@ -112,6 +112,15 @@ function copyData(value, path, seen) {
   }
 }
 
+/**
+ * `value`, unless JSON would drop it silently (a function or a symbol: the field would reach Rust
+ * as absent); such a value is bad input at `path`.
+ */
+function kept(value, path) {
+  need(typeof value !== 'function' && typeof value !== 'symbol', path, `${path} must be JSON data, not a ${typeof value}`);
+  return value;
+}
+
 /** `value[name]`, read once; a read that throws is bad input at `path`. */
 function read(value, name, path) {
   try {
@@ -147,4 +156,4 @@ function messageOf(error) {
   }
 }
 
-module.exports = { need, plain, fields, data, checkId, json };
+module.exports = { need, plain, fields, data, kept, checkId, json };

@@ -10,7 +10,7 @@
 const { randomUUID, createHash } = require('node:crypto');
 const native = require('./native.js');
 const { SessionNotFoundError, translating, fromNative } = require('./errors.js');
-const { need, plain, fields, data, checkId, json } = require('./input.js');
+const { need, plain, fields, data, kept, checkId, json } = require('./input.js');
 const { createHost } = require('./host.js');
 const { Turns } = require('./turns.js');
 const { toUIMessageStreamResponse } = require('./sse.js');
@@ -199,7 +199,7 @@ function createSessionManager(given) {
       const { message, prompt, abortSignal, submissionId } = plain(options, 'options', ['message', 'prompt', 'abortSignal', 'submissionId']);
       const turn = turnOptions(options);
       const submission = submissionOf(submissionId, ['send', message, prompt, turn]);
-      const request = { message, prompt, messageId: newId(), replyId: newId(), submission, ...turn };
+      const request = { message: kept(message, 'message'), prompt: kept(prompt, 'prompt'), messageId: newId(), replyId: newId(), submission, ...turn };
       return startTurn(id, abortSignal, (turnId) =>
         manager.send(id, json({ ...request, turnId }, 'message')),
       );
@@ -216,7 +216,13 @@ function createSessionManager(given) {
       need(message === undefined || (message !== null && typeof message === 'object'), 'message', 'message must be a UIMessage');
       const turn = turnOptions(options);
       const submission = submissionOf(submissionId, ['continue', message, toolApprovalContinuations, toolResultContinuations, turn]);
-      const request = { message, toolApprovalContinuations, toolResultContinuations, submission, ...turn };
+      const request = {
+        message,
+        toolApprovalContinuations: kept(toolApprovalContinuations, 'toolApprovalContinuations'),
+        toolResultContinuations: kept(toolResultContinuations, 'toolResultContinuations'),
+        submission,
+        ...turn,
+      };
       return startTurn(id, abortSignal, (turnId) =>
         manager.continue(id, json({ ...request, turnId }, 'message')),
       );
