@@ -456,11 +456,31 @@ export interface SendOptions {
   /** Limits of this turn. */
   limits?: TurnLimits;
   /**
+   * Asks a structured answer: the agent is told, after the prompt, to end its answer with one
+   * JSON value matching `schema` (guidance, not constrained generation); {@link SessionTurn.output}
+   * resolves to it once the turn ends, and the reply's `metadata.output` keeps it. A schema that
+   * is not valid JSON Schema is refused (`SessionInputError`, path `output.schema`) before the turn.
+   */
+  output?: SessionOutputOptions;
+  /**
    * Makes the request idempotent: the same id again with the same request returns the turn it
    * started (live, or its recorded reply replayed); with another request, a
    * `SessionConflictError`. A session keeps its last 100.
    */
   submissionId?: string;
+}
+
+/** The structured answer of a turn. */
+export interface SessionOutputOptions {
+  /**
+   * A JSON Schema (draft 2020-12 unless its `$schema` names another; no remote `$ref`), at most
+   * 100,000 bytes of JSON: told to the agent and used to validate its answer.
+   */
+  schema: Record<string, unknown> | boolean;
+  /** What the answer is called, told to the agent. */
+  name?: string;
+  /** What the answer is, told to the agent. */
+  description?: string;
 }
 
 /** The limits of one turn. */
@@ -478,9 +498,20 @@ export interface ContinueOptions {
   toolApprovalContinuations?: readonly ToolApprovalResponse[];
   toolResultContinuations?: readonly ToolResultPart[];
   abortSignal?: AbortSignal;
-  /** As {@link SendOptions.instructionAddendum}: it accompanies the words a resumed turn is told. */
+  /**
+   * As {@link SendOptions.instructionAddendum}: it accompanies the words a resumed turn is told.
+   * A continuation of a paused turn carries no words to the agent: the addendum is then told with
+   * the next prompt the agent receives (the next `send()`, or the words of a resumed turn), and
+   * until then the reply's `metadata.instructionAddendumUntold` is `true`.
+   */
   instructionAddendum?: string;
   limits?: TurnLimits;
+  /**
+   * As {@link SendOptions.output}: the continued answer is judged when the turn ends. The
+   * guidance is told only with the words of a resumed turn (a continuation carries none): ask it
+   * on the `send()` that started the turn too.
+   */
+  output?: SessionOutputOptions;
   /** As {@link SendOptions.submissionId}, for the answers. */
   submissionId?: string;
 }
@@ -500,6 +531,12 @@ export interface SessionTurn<METADATA = unknown> {
   toUIMessageStreamResponse(init?: SessionTurnResponseInit): Response;
   /** The session once the turn is over and written: `idle`, or `awaiting-input`. */
   readonly done: Promise<SessionSummary<METADATA>>;
+  /**
+   * The structured answer, once the turn is over: the first valid JSON value of the final text
+   * (tried from the last), or a rejection with {@link SessionOutputError}; `undefined` when no
+   * `output` was asked. Nobody need read it: left unread, its rejection is not an unhandled one.
+   */
+  readonly output: Promise<unknown>;
 }
 
 /** What happens to the sessions, for a list or a notification to follow. */
@@ -607,3 +644,31 @@ export declare class SessionInputError extends SessionError {
   readonly path: string;
   static isInstance(error: unknown): error is SessionInputError;
 }
+
+/** One validation error of a structured answer. */
+export interface SessionOutputProblem {
+  /** The JSON Pointer of the value at fault in the answer (`''` for the whole answer). */
+  instancePath: string;
+  /** What is wrong with it. */
+  message: string;
+}
+
+/**
+ * The turn's structured answer is missing or does not match its schema: what
+ * {@link SessionTurn.output} rejects with. An HTTP API answers 422.
+ */
+export declare class SessionOutputError extends SessionError {
+  constructor(details: { code: SessionOutputErrorCode; message?: string; errors?: SessionOutputProblem[] });
+  /**
+   * `output_invalid`: JSON in the answer, none valid (`errors` are the last candidate's);
+   * `output_missing`: no JSON in the final text, or the turn was cut short before it was judged;
+   * `output_pending`: the turn paused awaiting input (pass `output` again to `continue()`).
+   */
+  readonly code: SessionOutputErrorCode;
+  readonly statusCode: 422;
+  readonly errors: SessionOutputProblem[];
+  static isInstance(error: unknown): error is SessionOutputError;
+}
+
+/** What a structured answer went wrong with: see {@link SessionOutputError.code}. */
+export type SessionOutputErrorCode = 'output_invalid' | 'output_missing' | 'output_pending';

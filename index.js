@@ -12,6 +12,7 @@ const {
   SessionConflictError,
   SessionCapacityError,
   SessionInputError,
+  SessionOutputError,
 } = require('./js/errors.js');
 const { createSessionManager } = require('./js/manager.js');
 const { createMemorySessionStore, createSqliteSessionStore } = require('./js/stores.js');
@@ -38,6 +39,7 @@ module.exports = {
   SessionConflictError,
   SessionCapacityError,
   SessionInputError,
+  SessionOutputError,
   SESSION_STATUSES,
   LIVE_STATUSES,
 };

@@ -114,6 +114,32 @@ class SessionInputError extends SessionError {
   }
 }
 
+/**
+ * The turn's structured answer (`output`) is missing or does not match its schema: what
+ * `turn.output` rejects with. An HTTP API answers 422. `code` is `'output_invalid'` (JSON, none of
+ * it valid: `errors` are those of the last candidate), `'output_missing'` (no JSON in the final
+ * text, or the turn was cut short before it was judged) or `'output_pending'` (the turn paused
+ * awaiting input: pass `output` again to `continue()`).
+ */
+class SessionOutputError extends SessionError {
+  /**
+   * @param {{ code: string, message?: string, errors?: { instancePath: string, message: string }[] }} details
+   */
+  constructor({ code, message, errors = [] }) {
+    super(message ?? 'The answer does not match the output schema.');
+    this.name = 'SessionOutputError';
+    this.code = code;
+    this.statusCode = 422;
+    /** Each validation error: the JSON Pointer of the value at fault, and what is wrong. */
+    this.errors = errors.map(({ instancePath, message: text }) => ({ instancePath, message: text }));
+    mark(this, 'SessionOutputError');
+  }
+
+  static isInstance(error) {
+    return hasMarker(error, 'SessionOutputError');
+  }
+}
+
 /** Marks `error` as a `name`; with `reference`, with the marker of `ai-sdk-harness-sessions` too. */
 function mark(error, name, reference = false) {
   Object.defineProperty(error, markerOf(name), { value: true, enumerable: false });
@@ -222,6 +248,7 @@ module.exports = {
   SessionConflictError,
   SessionCapacityError,
   SessionInputError,
+  SessionOutputError,
   fromNative,
   translating,
   keeper,

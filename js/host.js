@@ -116,6 +116,9 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, errorMessag
     'client.deliver'({ turnId, chunks }) {
       turns.deliver(turnId, chunks);
     },
+    'client.answer'({ turnId, outcome }) {
+      turns.answer(turnId, outcome);
+    },
     'client.finish'({ turnId, session }) {
       turns.finish(turnId, session);
     },

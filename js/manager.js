@@ -9,7 +9,7 @@
 
 const { randomUUID, createHash } = require('node:crypto');
 const native = require('./native.js');
-const { SessionNotFoundError, translating, fromNative } = require('./errors.js');
+const { SessionNotFoundError, SessionOutputError, translating, fromNative } = require('./errors.js');
 const { need, plain, fields, data, kept, checkId, json } = require('./input.js');
 const { createHost } = require('./host.js');
 const { Turns } = require('./turns.js');
@@ -131,13 +131,14 @@ function createSessionManager(given) {
       stream: turn.stream,
       toUIMessageStreamResponse: (init) => toUIMessageStreamResponse(turn.stream, init),
       done: turn.done,
+      output: turn.output,
     };
   }
 
-  async function startTurn(id, abortSignal, begin) {
+  async function startTurn(id, abortSignal, asksOutput, begin) {
     checkId(id);
     need(abortSignal === undefined || abortSignal instanceof AbortSignal, 'abortSignal', 'abortSignal must be an AbortSignal');
-    const turn = turns.open(abortSignal);
+    const turn = turns.open(abortSignal, asksOutput);
     // A message waiting for a command of exec() (or a preparing session) is cut by its signal.
     const cut = () => manager.cancelWaiting(turn.turnId);
     if (abortSignal !== undefined) {
@@ -176,7 +177,15 @@ function createSessionManager(given) {
     const reply = record?.messages.find((message) => message.id === started.messageId && message.role === 'assistant');
     const stream = streamOf(reply === undefined ? [] : messageChunks(reply));
     const { messages, ...session } = record ?? { messages: [], ...started.session };
-    return sessionTurn({ stream, done: Promise.resolve(session) });
+    const replayed = { stream, done: Promise.resolve(session) };
+    // The answer as it was judged: kept in the reply's metadata.
+    const metadata = reply?.metadata ?? {};
+    replayed.output =
+      metadata.outputError !== undefined
+        ? Promise.reject(new SessionOutputError(metadata.outputError))
+        : Promise.resolve(metadata.output);
+    replayed.output.catch(() => {});
+    return sessionTurn(replayed);
   }
 
   const api = {
@@ -200,7 +209,7 @@ function createSessionManager(given) {
       const turn = turnOptions(options);
       const submission = submissionOf(submissionId, ['send', message, prompt, turn]);
       const request = { message: kept(message, 'message'), prompt: kept(prompt, 'prompt'), messageId: newId(), replyId: newId(), submission, ...turn };
-      return startTurn(id, abortSignal, (turnId) =>
+      return startTurn(id, abortSignal, turn.output != null, (turnId) =>
         manager.send(id, json({ ...request, turnId }, 'message')),
       );
     },
@@ -223,7 +232,7 @@ function createSessionManager(given) {
         submission,
         ...turn,
       };
-      return startTurn(id, abortSignal, (turnId) =>
+      return startTurn(id, abortSignal, turn.output != null, (turnId) =>
         manager.continue(id, json({ ...request, turnId }, 'message')),
       );
     },
@@ -388,11 +397,14 @@ class Queues {
 
 /**
  * The options of one turn `send()` and `continue()` may be given (`instructionAddendum`,
- * `limits: { maxSteps?, timeoutMs? }`): read here as plain data, checked by the engine.
+ * `limits: { maxSteps?, timeoutMs? }`, `output: { schema, name?, description? }`): read here as
+ * plain data, checked by the engine (`output` wholly: its shape and its schema).
  */
 function turnOptions(options) {
-  const { instructionAddendum, limits } = plain(options, 'options', ['instructionAddendum', 'limits']);
-  return { instructionAddendum: data(instructionAddendum, 'instructionAddendum'), limits: data(limits, 'limits') };
+  const read = plain(options, 'options', ['instructionAddendum', 'limits', 'output']);
+  // As JSON here, so that what is not JSON is named `output`; its shape is checked by the engine.
+  const output = read.output === undefined ? undefined : JSON.parse(json(read.output, 'output'));
+  return { instructionAddendum: data(read.instructionAddendum, 'instructionAddendum'), limits: data(read.limits, 'limits'), output };
 }
 
 /** Whether `error` (from the native manager) is a command or message its caller cut before it started. */

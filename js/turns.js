@@ -9,7 +9,7 @@
  * the turn ends: the pump holds `finish` back, and the engine sends it once the session is written.
  */
 
-const { keeper } = require('./errors.js');
+const { keeper, SessionOutputError } = require('./errors.js');
 const { hold } = require('./keep-alive.js');
 
 /** The most chunks a batch holds before it is reported. */
@@ -48,8 +48,9 @@ class Turns {
   /**
    * A new turn's number and client stream, before the engine starts it.
    * @param {AbortSignal} [callerSignal] the caller's signal: the agent's is it combined with ours
+   * @param {boolean} [asksOutput] whether the turn asks a structured answer (`output`)
    */
-  open(callerSignal) {
+  open(callerSignal, asksOutput = false) {
     const turnId = this.#next;
     this.#next = this.#next >= 0xfffffffe ? 1 : this.#next + 1;
     const turn = {
@@ -81,6 +82,13 @@ class Turns {
       turn.rejectDone = reject;
     });
     turn.done.catch(() => {});
+    turn.asksOutput = asksOutput;
+    turn.output = new Promise((resolve, reject) => {
+      turn.resolveOutput = resolve;
+      turn.rejectOutput = reject;
+    });
+    // Nobody need read it: a rejection nobody reads is not an unhandled one.
+    turn.output.catch(() => {});
     this.#turns.set(turnId, turn);
     return turn;
   }
@@ -116,7 +124,7 @@ class Turns {
         turn.followers.delete(own);
       },
     });
-    return { stream, done: turn.done };
+    return { stream, done: turn.done, output: turn.output };
   }
 
   /** Sends `chunk` to every reader of the turn and keeps it for those that reconnect. */
@@ -161,6 +169,7 @@ class Turns {
       turn.controller.error(error);
     } catch {}
     turn.rejectDone(error);
+    turn.rejectOutput(error);
   }
 
   /**
@@ -254,10 +263,27 @@ class Turns {
     for (const chunk of chunks) this.#emit(turn, chunk);
   }
 
-  /** The turn is over and the session written: the client's stream ends, `done` resolves. */
+  /** What became of the structured answer of turn `turnId`: `turn.output` settles with it. */
+  answer(turnId, outcome) {
+    const turn = this.#turns.get(turnId);
+    if (turn === undefined) return;
+    settleOutput(turn, outcome);
+  }
+
+  /**
+   * The turn is over and the session written: the client's stream ends, `done` resolves; and
+   * `output`, when no answer settled it: `undefined` when none was asked, else `output_missing`
+   * (the turn was cut short before its answer was judged).
+   */
   finish(turnId, session) {
     const turn = this.#turns.get(turnId);
     if (turn === undefined) return;
+    settleOutput(
+      turn,
+      turn.asksOutput
+        ? { code: 'output_missing', message: 'The turn ended before its answer was judged.' }
+        : { value: undefined },
+    );
     this.#end(turn);
     turn.release();
     if (!turn.gone) {
@@ -317,6 +343,17 @@ class Replay {
   }
 }
 
+/** Settles `turn.output` with `outcome` (`{ value }` or `{ code, message, errors }`), once. */
+function settleOutput(turn, outcome) {
+  if (turn.outputSettled) return;
+  turn.outputSettled = true;
+  if (outcome !== null && typeof outcome === 'object' && 'code' in outcome) {
+    turn.rejectOutput(new SessionOutputError(outcome));
+  } else {
+    turn.resolveOutput(outcome?.value);
+  }
+}
+
 /** The delta chunk types, each with the field that holds its text. */
 const DELTAS = { 'text-delta': 'delta', 'reasoning-delta': 'delta', 'tool-input-delta': 'inputTextDelta' };
 
@@ -366,4 +403,4 @@ function messageOf(error) {
   }
 }
 
-module.exports = { Turns, messageOf, DEFAULT_RECONNECT_BUFFER_CHUNKS };
+module.exports = { Turns, messageOf, settleOutput, DEFAULT_RECONNECT_BUFFER_CHUNKS };

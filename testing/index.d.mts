@@ -66,7 +66,7 @@ export type ScriptedHarness = HarnessV1 & {
 /**
  * A harness without a model, deterministic, for `HarnessAgent`: it answers each prompt from what it
  * says (`list files`, `read notes.md`, `write hello.txt: hi there`, `run ls -la`,
- * `what did I say?`, `/tool`, `/tools`, `/ask`, `/sleep`, `/think`, `/fail`, `/fail-harness`;
+ * `what did I say?`, `/tool`, `/tools`, `/ask`, `/sleep`, `/think`, `/say`, `/fail`, `/fail-harness`;
  * anything else is echoed). Its tools work in the session's working directory through the sandbox,
  * asking approval as the agent's `permissionMode` says. See `scripted-harness.mjs` for the whole
  * command language.

@@ -50,6 +50,7 @@ const COMMANDS = [
   [/^\/sleep\s+(\d+)$/i, ([, ms]) => sleep(Number(ms))],
   [/^\/fail(-harness)?(?:\s+([\s\S]+))?$/i, ([, harness, message]) => fail(message ?? 'Scripted failure.', harness !== undefined)],
   [/^\/think\s+([\s\S]+)$/i, ([, thought]) => think(thought)],
+  [/^\/say\s+([^\n]*)/i, ([, line]) => say(line)],
 ];
 
 /**
@@ -116,6 +117,17 @@ function inputAndReason(rest) {
     if (end <= 1) break;
   }
   return { input: undefined };
+}
+
+/**
+ * Answers `line` as it is (the first line of the prompt after `/say`: what follows it, such as
+ * the guidance an application adds, is not said).
+ *
+ * @param {string} line
+ */
+function say(line) {
+  /** @type {Command} */
+  return async ({ turn }) => turn.say(line);
 }
 
 /** @param {string} text */

@@ -26,6 +26,7 @@
  * | `/ask <question> \| <option> \| <option>…`            | Asks a question (`askUserQuestions`), options `Yes`/`No` by default |
  * | `/sleep <ms>`                                         | Says it sleeps, sleeps (an abort cuts it short), says it slept |
  * | `/think <thought>`                                    | Sends `<thought>` as reasoning, then a short answer     |
+ * | `/say <line>`                                         | Answers `<line>` as it is (the rest of the prompt unsaid) |
  * | `/fail [<message>]`                                   | Fails the turn with an `Error` (masked by `getHarnessErrorMessage`) |
  * | `/fail-harness [<message>]`                           | Fails it with a `HarnessError` (whose message passes through) |
  * | the answers told after a suspension (`The session was suspended while you waited…`) | Runs each approved `bash`/`write` without asking again, says each denial |

@@ -12,6 +12,7 @@ import {
   SessionError,
   SessionInputError,
   SessionNotFoundError,
+  SessionOutputError,
   type ImportedItem,
   type SessionEvent,
   type SessionManager,
@@ -138,6 +139,28 @@ export async function additions(): Promise<number> {
   await sessions.send('x', { message: 'hi', instructionAddendum: 'Be brief.', limits: { maxSteps: 3, timeoutMs: 60_000 } });
   const record = await sessions.get('x');
   return result.exitCode + result.stdoutCutBytes + (record?.commandResults?.length ?? 0);
+}
+
+// Structured answers: output on send() and continue(), turn.output, SessionOutputError.
+export async function structured(): Promise<string> {
+  const turn = await sessions.send('x', {
+    message: 'summarise',
+    output: { schema: { type: 'object', required: ['title'] }, name: 'summary', description: 'A summary.' },
+  });
+  await sessions.continue('x', { output: { schema: true } });
+  // @ts-expect-error output needs a schema
+  await sessions.send('x', { message: 'hi', output: { name: 'x' } });
+  try {
+    const value: unknown = await turn.output;
+    return JSON.stringify(value);
+  } catch (error) {
+    if (SessionOutputError.isInstance(error)) {
+      const code: 'output_invalid' | 'output_missing' | 'output_pending' = error.code;
+      const status: 422 = error.statusCode;
+      return `${code} ${status} ${error.errors.map((e) => `${e.instancePath}: ${e.message}`).join(', ')}`;
+    }
+    throw error;
+  }
 }
 
 // The addition of issue 16: a conversation imported at create().

@@ -123,6 +123,7 @@ struct SendArgs {
     instruction_addendum: Option<Value>,
     #[serde(default, deserialize_with = "input::present")]
     limits: Option<Value>,
+    output: Option<Value>,
     #[serde(default)]
     submission: Option<SubmissionArgs>,
 }
@@ -156,6 +157,7 @@ struct ContinueArgs {
     instruction_addendum: Option<Value>,
     #[serde(default, deserialize_with = "input::present")]
     limits: Option<Value>,
+    output: Option<Value>,
     #[serde(default)]
     submission: Option<SubmissionArgs>,
 }
@@ -305,7 +307,7 @@ impl NativeManager {
                         prompt: args.prompt,
                         reply_id: args.reply_id,
                         message_id: args.message_id,
-                        options: turn_options::read(args.instruction_addendum, args.limits)?,
+                        options: turn_options::read(args.instruction_addendum, args.limits, args.output)?,
                         submission: args.submission.map(Into::into),
                     },
                 )
@@ -332,7 +334,7 @@ impl NativeManager {
                         message: args.message,
                         approvals: args.tool_approval_continuations.unwrap_or_default(),
                         tool_results: args.tool_result_continuations.unwrap_or_default(),
-                        options: turn_options::read(args.instruction_addendum, args.limits)?,
+                        options: turn_options::read(args.instruction_addendum, args.limits, args.output)?,
                         submission: args.submission.map(Into::into),
                     },
                 )

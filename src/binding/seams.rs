@@ -236,6 +236,13 @@ impl TurnClients for JsClients {
             json!({ "turnId": turn_id, "session": session }),
         );
     }
+
+    fn answer(&self, turn_id: u64, outcome: &Value) {
+        self.host.notify(
+            "client.answer",
+            json!({ "turnId": turn_id, "outcome": outcome }),
+        );
+    }
 }
 
 /// `subscribe()`, `onError`, `errorMessage` and `approve`.

@@ -16,4 +16,10 @@ pub trait TurnClients: Send + Sync {
     /// Ends the client's stream of turn `turn_id`: the turn is over, and the session written as
     /// `session` says (what `turn.done` resolves to).
     fn finish(&self, turn_id: u64, session: &SessionSummary);
+
+    /// Tells the caller of turn `turn_id` what became of the structured answer it asked for
+    /// (`turn.output`): `{ value }`, or `{ code, message, errors }`. Sent before
+    /// [`TurnClients::finish`]; a turn that ends without it (cut short by a close or a shutdown)
+    /// has no answer.
+    fn answer(&self, _turn_id: u64, _outcome: &serde_json::Value) {}
 }

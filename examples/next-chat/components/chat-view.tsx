@@ -77,6 +77,7 @@ export function ChatView({
   const [confirmDelete, setConfirmDelete] = useState(false);
   const [actionError, setActionError] = useState<string | undefined>();
   const [testRun, setTestRun] = useState<{ exitCode: number; output: string } | undefined>();
+  const [summary, setSummary] = useState<{ title: string; points: string[] } | undefined>();
   const endRef = useRef<HTMLDivElement>(null);
   const inputRef = useRef<HTMLTextAreaElement>(null);
 
@@ -167,6 +168,17 @@ export function ChatView({
       },
     );
 
+  // A structured answer: a turn whose answer is checked against a JSON Schema.
+  const summarise = () =>
+    act(
+      'summary',
+      () => fetch(`/api/sessions/${id}/summary`, { method: 'POST' }),
+      async (response) => {
+        const body = (await response.json()) as { summary: { title: string; points: string[] } };
+        setSummary(body.summary);
+      },
+    );
+
   const remove = () => {
     if (!confirmDelete) {
       setConfirmDelete(true);
@@ -192,6 +204,8 @@ export function ChatView({
 
   const title = session?.metadata.title ?? (messages.length === 0 ? 'New conversation' : 'Conversation');
   const canSuspend = !streaming && (sessionStatus === 'idle' || sessionStatus === 'awaiting-input');
+  // A message is taken when idle, or suspended (it resumes the session).
+  const canSummarise = !streaming && (sessionStatus === 'idle' || sessionStatus === 'suspended');
   const tips = info.agent === 'scripted' ? SCRIPTED_TIPS : CLAUDE_TIPS;
 
   return (
@@ -208,6 +222,9 @@ export function ChatView({
             </button>
             <button type="button" className="button button-ghost" onClick={runTests} disabled={busyAction !== undefined}>
               Run tests
+            </button>
+            <button type="button" className="button button-ghost" onClick={summarise} disabled={!canSummarise || busyAction !== undefined}>
+              Summarise as JSON
             </button>
             <button
               type="button"
@@ -266,6 +283,12 @@ export function ChatView({
         </div>
       </div>
 
+      {summary !== undefined && (
+        <div className="notice" role="status" data-summary>
+          <strong>{summary.title}</strong>
+          <pre>{JSON.stringify(summary, null, 2)}</pre>
+        </div>
+      )}
       {testRun !== undefined && (
         <div className="notice" role="status" data-test-run={testRun.exitCode}>
           <strong>Tests {testRun.exitCode === 0 ? 'passed' : `failed (exit ${testRun.exitCode})`}</strong>

@@ -19,6 +19,7 @@ mod teardown;
 mod timers;
 mod turn;
 pub mod turn_options;
+pub mod turn_output;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

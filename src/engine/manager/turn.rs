@@ -17,7 +17,8 @@ use super::entry::{lock, CutTurn, Entry, Phase, Turn, TurnSlot};
 use super::exec::cancellable;
 use super::messages::{self, pending_input_of};
 use super::submissions::{self, SubmissionAsk};
-use super::turn_options::{starts_step, TurnOptions};
+use super::turn_options::{self, starts_step, TurnOptions};
+use super::turn_output::{self, OutputSpec, OutputVerdict};
 use super::{timers, Inner, APPLICATION_STOPPED, SESSION_CLOSED, TURN_TOO_LONG};
 use crate::engine::agent::{TurnEnd, TurnInput, TurnReport, TurnStart};
 use crate::engine::error::{Result, SessionError};
@@ -198,6 +199,11 @@ impl Inner {
                         .prompt
                         .clone()
                         .unwrap_or_else(|| messages::prompt_of(&message));
+                    // The addendum of a continue() the agent could not be told goes with this prompt.
+                    let mut options = request.options.clone();
+                    options.carried_addendum = turn_options::carried_addendum(
+                        record.messages.last().map(StoredMessage::to_value).as_ref(),
+                    );
                     // An imported conversation the agent was not given yet comes before the
                     // prompt, once: the mark goes with this turn (kept if the agent gives no
                     // stream), and the user's message in the record stays as they wrote it.
@@ -210,13 +216,13 @@ impl Inner {
                     let plan = Plan {
                         turn_id: request.turn_id,
                         message_id: request.reply_id.clone(),
-                        input: TurnInput::Prompt(request.options.prompt(prompt)),
+                        input: TurnInput::Prompt(options.prompt(prompt)),
                         continues: None,
-                        options: request.options.clone(),
+                        options,
                         tells_import,
                     };
                     let mut accumulator = new_reply(None, request.reply_id)?;
-                    if let Some(chunk) = request.options.metadata_chunk() {
+                    if let Some(chunk) = request.options.metadata_chunk(false) {
                         let _ = accumulator.push(&chunk);
                     }
                     (plan, record.messages.len(), accumulator)
@@ -240,8 +246,14 @@ impl Inner {
                         .clone()
                         .unwrap_or_else(|| pending_input_of(&paused, true));
                     let collected = answers::collect(&entry.id, &pending, &request)?;
+                    let mut options = request.options.clone();
+                    // A continuation carries no words: its addendum waits for the next prompt,
+                    // which a lost turn's answers are (with any addendum left untold before).
+                    options.carried_addendum = lost
+                        .then(|| turn_options::carried_addendum(Some(&paused)))
+                        .flatten();
                     let input = if lost {
-                        TurnInput::Prompt(request.options.prompt(collected.words()))
+                        TurnInput::Prompt(options.prompt(collected.words()))
                     } else {
                         TurnInput::Continue {
                             approvals: collected.approvals.clone(),
@@ -261,7 +273,12 @@ impl Inner {
                     for chunk in answers::answer_chunks(&approvals, &tool_results) {
                         let _ = accumulator.push(&chunk);
                     }
-                    if let Some(chunk) = request.options.metadata_chunk() {
+                    if options.carried_addendum.is_some() {
+                        if let Some(chunk) = turn_options::told_chunk() {
+                            let _ = accumulator.push(&chunk);
+                        }
+                    }
+                    if let Some(chunk) = options.metadata_chunk(!lost) {
                         let _ = accumulator.push(&chunk);
                     }
                     let continues = Some(accumulator.message().clone());
@@ -270,7 +287,7 @@ impl Inner {
                         message_id,
                         input,
                         continues,
-                        options: request.options.clone(),
+                        options,
                         tells_import: false,
                     };
                     (plan, index, accumulator)
@@ -414,6 +431,7 @@ impl Inner {
         let mut read = Reading {
             got_stream: true,
             max_steps: plan.options.max_steps,
+            output: plan.options.output.clone(),
             ..Reading::default()
         };
         let mut policy = PolicyRounds::default();
@@ -701,6 +719,7 @@ impl Inner {
             None => false,
         };
         let mut closing = Vec::new();
+        let mut verdict = None;
         let gone = slot.client_gone.load(std::sync::atomic::Ordering::SeqCst);
         // Why the reply ends cut short, if it does: it is marked so, and its readers told.
         let cut_for = cut.clone().or_else(|| {
@@ -735,6 +754,22 @@ impl Inner {
                 let mut message = reply.into_message();
                 if let Some(reason) = cut_for.as_deref() {
                     messages::mark_cut(&mut message, reason);
+                }
+                // The structured answer is judged once the turn ends (not while it pauses), kept
+                // with the reply, and shown to its readers.
+                if let Some(spec) = read.output.as_ref() {
+                    let judged = if unfinished {
+                        OutputVerdict::Pending
+                    } else {
+                        spec.judge(&message)
+                    };
+                    if let Some((key, value)) = judged.metadata() {
+                        turn_output::put_metadata(&mut message, key, value.clone());
+                        if let Some(chunk) = turn_output::metadata_chunk(key, value) {
+                            closing.insert(0, chunk);
+                        }
+                    }
+                    verdict = Some(judged);
                 }
                 let has_parts = message
                     .get("parts")
@@ -809,6 +844,9 @@ impl Inner {
             self.seams.clients.deliver(turn_id, closing);
         }
         lock(&self.registry).turns.remove(&turn_id);
+        if let Some(verdict) = verdict.as_ref() {
+            self.seams.clients.answer(turn_id, &verdict.to_json());
+        }
         self.seams.clients.finish(turn_id, &summary);
         entry.notify();
         timers::arm_idle(self, entry);
@@ -873,6 +911,8 @@ struct Reading {
     abort: Option<UiChunk>,
     /// Whether the agent gave a stream: the turn then counts in `turns`.
     got_stream: bool,
+    /// The structured answer the turn was asked for.
+    output: Option<OutputSpec>,
 }
 
 impl Reading {
