@@ -279,16 +279,6 @@ export declare function createSandboxPerSession(host: (arg0: string, arg1: strin
  */
 export declare function createSharedSandbox(host: (arg0: string, arg1: string) => Promise<string>, optionsJson: string): NativeSessionSandboxes
 
-/**
- * The body `createUIMessageStreamResponse` of `ai` sends for `chunksJson` (a JSON array of
- * chunks): `data: <json>
-
-` per chunk, then `data: [DONE]
-
-`.
- */
-export declare function encodeUiMessageSse(chunksJson: string): Buffer
-
 /** What `fork()` takes. */
 export interface ForkInit {
   /** The ports of the new view. */
@@ -307,9 +297,3 @@ export interface PortEndpointInfo {
   /** Headers to send, when there are any. */
   headers?: Record<string, string>
 }
-
-/**
- * The headers of a UI message stream response, as `[name, value]` pairs in the order `ai` sets
- * them.
- */
-export declare function uiMessageStreamHeaders(): Array<Array<string>>

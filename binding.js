@@ -850,6 +850,4 @@ module.exports.createDockerSandboxProvider = nativeBinding.createDockerSandboxPr
 module.exports.createLocalSandboxProvider = nativeBinding.createLocalSandboxProvider
 module.exports.createSandboxPerSession = nativeBinding.createSandboxPerSession
 module.exports.createSharedSandbox = nativeBinding.createSharedSandbox
-module.exports.encodeUiMessageSse = nativeBinding.encodeUiMessageSse
 module.exports.nativeVersion = nativeBinding.nativeVersion
-module.exports.uiMessageStreamHeaders = nativeBinding.uiMessageStreamHeaders

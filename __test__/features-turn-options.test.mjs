@@ -1,12 +1,17 @@
 // Per-turn guidance (instructionAddendum) and limits (maxSteps, timeoutMs) of send() and
-// continue(), with the fake agent and with the real HarnessAgent on the scripted harness: the
+// continue(), with the fake agent and with the real HarnessAgent on the scripted harness (on a fake,
+// a local and a Docker sandbox): the
 // addendum reaches the agent with the prompt (and with the words a resumed turn is told), is kept
 // with the reply and not as the user's words; the bounds at and one past; maxSteps cutting a turn;
 // timeoutMs overriding turnTimeoutMs.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { SessionInputError } from '../index.js';
-import { createSessionManager } from '../index.js';
+import { createSessionManager, dockerSandbox, localSandbox, sharedSandbox } from '../index.js';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { dockerHost, dockerSkipFor, image } from './support/docker.mjs';
 import { forkingSandboxes, scriptedAgent } from './support/harness.mjs';
 import { createFakeAgent, readTurn, streamAgent, testManager, untilStatus } from './support/sessions.mjs';
 
@@ -152,26 +157,44 @@ describe('limits (fake agent)', () => {
   });
 });
 
-describe('with the real HarnessAgent', () => {
-  test('the addendum is seen by the agent and absent from the stored user message; maxSteps cuts a turn', async () => {
-    const { agent } = scriptedAgent({ permissionMode: 'allow-all', wordDelayMs: 5 });
-    const sessions = createSessionManager({ agent: () => agent, sandboxes: forkingSandboxes() });
-    try {
-      await sessions.create({ id: 'h', metadata: {} });
-      const { message } = await readTurn(await sessions.send('h', { message: 'hello', instructionAddendum: 'Say it twice.' }));
-      assert.match(textOf(message), /^You said: hello/);
-      assert.match(textOf(message), /Say it twice\./, 'the agent saw it');
-      const record = await sessions.get('h');
-      assert.equal(textOf(record.messages[0]), 'hello');
-      assert.deepEqual(record.messages[1].metadata, { instructionAddendum: 'Say it twice.' });
-      // 'list files' takes two steps: whole at 2, cut at 1.
-      const whole = await readTurn(await sessions.send('h', { message: 'list files', limits: { maxSteps: 2 } }));
-      assert.equal(whole.session.error, undefined);
-      const cut = await readTurn(await sessions.send('h', { message: 'list files', limits: { maxSteps: 1 } }));
-      assert.equal(cut.session.error, 'The turn reached its limit of 1 steps.');
-      assert.equal(cut.session.status, 'idle');
-    } finally {
-      await sessions.shutdown();
-    }
+const dockerSkip = dockerSkipFor(test);
+
+for (const [name, backend, skip] of [
+  ['a fake sandbox', 'fake', false],
+  ['localSandbox()', 'local', false],
+  ['dockerSandbox()', 'docker', dockerSkip],
+]) {
+  describe(`with the real HarnessAgent, on ${name}`, { skip }, () => {
+    test('the addendum is seen by the agent and absent from the stored user message; maxSteps cuts a turn', async () => {
+      const { agent } = scriptedAgent({ permissionMode: 'allow-all', wordDelayMs: 5 });
+      const sandboxes =
+        backend === 'fake'
+          ? forkingSandboxes()
+          : sharedSandbox({
+              open:
+                backend === 'docker'
+                  ? dockerSandbox({ image, host: dockerHost, namePrefix: `hs-turnopts-${process.pid}-`, network: 'host' })
+                  : localSandbox({ root: mkdtempSync(join(tmpdir(), 'hs-turnopts-')) }),
+              ports: [4621],
+            });
+      const sessions = createSessionManager({ agent: () => agent, sandboxes });
+      try {
+        await sessions.create({ id: 'h', metadata: {} });
+        const { message } = await readTurn(await sessions.send('h', { message: 'hello', instructionAddendum: 'Say it twice.' }));
+        assert.match(textOf(message), /^You said: hello/);
+        assert.match(textOf(message), /Say it twice\./, 'the agent saw it');
+        const record = await sessions.get('h');
+        assert.equal(textOf(record.messages[0]), 'hello');
+        assert.deepEqual(record.messages[1].metadata, { instructionAddendum: 'Say it twice.' });
+        // 'list files' takes two steps: whole at 2, cut at 1.
+        const whole = await readTurn(await sessions.send('h', { message: 'list files', limits: { maxSteps: 2 } }));
+        assert.equal(whole.session.error, undefined);
+        const cut = await readTurn(await sessions.send('h', { message: 'list files', limits: { maxSteps: 1 } }));
+        assert.equal(cut.session.error, 'The turn reached its limit of 1 steps.');
+        assert.equal(cut.session.status, 'idle');
+      } finally {
+        await sessions.shutdown();
+      }
+    });
   });
-});
+}

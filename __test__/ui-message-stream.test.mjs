@@ -1,7 +1,8 @@
 // The UI message stream of the Rust engine against the real `ai` package (7.0.112): the recorded
 // vectors, thousands of generated chunk sequences read by both `readUIMessageStream` and the
-// addon (every snapshot, the final message and the errors must be identical, key order included),
-// and the SSE body of `createUIMessageStreamResponse`, byte for byte.
+// addon (every snapshot, the final message and the errors must be identical, key order included);
+// and the SSE body our `toUIMessageStreamResponse()` (js/sse.js) writes for the recorded vectors
+// and generated sequences, byte for byte that of `createUIMessageStreamResponse`, headers too.
 //
 // UI_FUZZ_CASES sets how many sequences (default 2000); UI_FUZZ_SEED the first seed.
 import assert from 'node:assert/strict';
@@ -15,6 +16,7 @@ globalThis.AI_SDK_LOG_WARNINGS = false;
 
 const require = createRequire(import.meta.url);
 const binding = require('../binding.js');
+const { toUIMessageStreamResponse } = require('../js/sse.js');
 
 const CASES = Number(process.env.UI_FUZZ_CASES ?? 2000);
 const FIRST_SEED = Number(process.env.UI_FUZZ_SEED ?? 20250101);
@@ -543,15 +545,19 @@ test(`${CASES} generated chunk sequences read the same in the addon and in readU
   }
 });
 
-async function realSse(chunks) {
+/** A stream of (copies of) `chunks`. */
+function streamOf(chunks) {
   const copies = viaJson(chunks);
-  const stream = new ReadableStream({
+  return new ReadableStream({
     start(controller) {
       for (const chunk of copies) controller.enqueue(chunk);
       controller.close();
     },
   });
-  const response = createUIMessageStreamResponse({ stream });
+}
+
+/** The body and headers of `response`. */
+async function bodyOf(response) {
   return { body: Buffer.from(await response.arrayBuffer()), headers: response.headers };
 }
 
@@ -564,40 +570,42 @@ test('the SSE body is byte for byte that of createUIMessageStreamResponse', asyn
     { zz: 1, type: 'text-delta', delta: 'd', id: 't' },
     { type: 'unknown-kind', nested: { b: 1, a: [null, false] } },
   ]);
-  // Random doubles of every magnitude, from random bit patterns.
-  const random = mulberry32(7);
-  const view = new DataView(new ArrayBuffer(8));
-  for (let batch = 0; batch < 20; batch++) {
-    const data = [];
-    while (data.length < 1000) {
-      view.setUint32(0, Math.floor(random() * 2 ** 32));
-      view.setUint32(4, Math.floor(random() * 2 ** 32));
-      const x = view.getFloat64(0);
-      if (Number.isFinite(x)) data.push(x);
-    }
-    sequences.push([{ type: 'data-doubles', data }]);
-  }
   let bytes = 0;
   for (const chunks of sequences) {
-    const real = await realSse(chunks);
-    const rust = binding.encodeUiMessageSse(JSON.stringify(chunks));
-    assert.ok(Buffer.isBuffer(rust));
-    if (!real.body.equals(rust)) {
-      assert.equal(rust.toString('utf8'), real.body.toString('utf8'), `chunks: ${JSON.stringify(chunks)}`);
+    const real = await bodyOf(createUIMessageStreamResponse({ stream: streamOf(chunks) }));
+    const ours = await bodyOf(toUIMessageStreamResponse(streamOf(chunks)));
+    if (!real.body.equals(ours.body)) {
+      assert.equal(ours.body.toString('utf8'), real.body.toString('utf8'), `chunks: ${JSON.stringify(chunks)}`);
       assert.fail('same text, different bytes');
     }
-    bytes += rust.length;
+    assert.deepEqual([...ours.headers], [...real.headers]);
+    bytes += ours.body.length;
   }
   assert.ok(bytes > 10_000);
-  const { headers } = await realSse([]);
-  assert.deepEqual(binding.uiMessageStreamHeaders(), Object.entries(UI_MESSAGE_STREAM_HEADERS));
-  for (const [name, value] of binding.uiMessageStreamHeaders()) assert.equal(headers.get(name), value);
+  const { headers } = await bodyOf(toUIMessageStreamResponse(streamOf([])));
+  // Headers iterate sorted by name.
+  assert.deepEqual([...headers], Object.entries(UI_MESSAGE_STREAM_HEADERS).sort(([a], [b]) => a.localeCompare(b)));
+});
+
+test('each recorded chunk is one data event, in order, then [DONE]', async () => {
+  assert.ok(fixtures.length > 0);
+  for (const fixture of fixtures) {
+    const { body } = await bodyOf(toUIMessageStreamResponse(streamOf(fixture.chunks)));
+    const events = body.toString('utf8').split('\n\n');
+    assert.equal(events.pop(), '', fixture.file);
+    assert.equal(events.pop(), 'data: [DONE]', fixture.file);
+    assert.deepEqual(
+      events.map((event) => JSON.parse(event.replace(/^data: /, ''))),
+      fixture.chunks,
+      fixture.file,
+    );
+  }
 });
 
 test('chunks that are not chunks are refused with an input error', () => {
   const refused = (json, path) =>
     assert.throws(
-      () => binding.encodeUiMessageSse(json),
+      () => binding.accumulateUiMessage(null, json),
       (error) => {
         const reason = JSON.parse(error.message);
         assert.equal(reason.code, 'SESSION_INPUT');

@@ -1,19 +1,17 @@
 //! The UI message stream code of the engine, exposed for the differential tests against the real
-//! `ai` package: building a message from chunks as `readUIMessageStream` does, and encoding chunks
-//! as `createUIMessageStreamResponse` does.
+//! `ai` package: building a message from chunks as `readUIMessageStream` does.
 //!
-//! Both take and give JSON text, so that what JavaScript compares is exactly what Rust produced.
+//! It takes and gives JSON text, so that what JavaScript compares is exactly what Rust produced.
 
 // In a test build the exports have no caller: napi registers them only in the addon.
 #![cfg_attr(test, allow(dead_code))]
 
-use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 use serde_json::{json, Value};
 
 use super::error::guard_sync;
 use crate::engine::error::SessionError;
-use crate::engine::ui::{to_json, Changed, MessageAccumulator, SseEncoder, UiChunk};
+use crate::engine::ui::{to_json, Changed, MessageAccumulator, UiChunk};
 
 /// Reads `chunks_json`, a JSON array of chunk objects, into chunks; `path` names the argument.
 fn parse_chunks(chunks_json: &str, path: &str) -> Result<Vec<UiChunk>, SessionError> {
@@ -83,30 +81,4 @@ pub fn accumulate_ui_message(
         }
         json_text(&result)
     })
-}
-
-/// The body `createUIMessageStreamResponse` of `ai` sends for `chunksJson` (a JSON array of
-/// chunks): `data: <json>\n\n` per chunk, then `data: [DONE]\n\n`.
-#[napi]
-pub fn encode_ui_message_sse(chunks_json: String) -> napi::Result<Buffer> {
-    guard_sync(|| {
-        let chunks = parse_chunks(&chunks_json, "chunksJson")?;
-        let mut out = Vec::with_capacity(chunks_json.len() + 16 * chunks.len() + 16);
-        let mut encoder = SseEncoder::new();
-        encoder
-            .encode_batch(&chunks, &mut out)
-            .map_err(|e| SessionError::internal(format!("cannot write json: {e}")))?;
-        encoder.finish(&mut out);
-        Ok(Buffer::from(out))
-    })
-}
-
-/// The headers of a UI message stream response, as `[name, value]` pairs in the order `ai` sets
-/// them.
-#[napi]
-pub fn ui_message_stream_headers() -> Vec<Vec<String>> {
-    crate::engine::ui::UI_MESSAGE_STREAM_HEADERS
-        .iter()
-        .map(|(name, value)| vec![(*name).to_owned(), (*value).to_owned()])
-        .collect()
 }

@@ -6,12 +6,10 @@
 //! ([`timers`]), and the sandbox slots ([`slots`]). Sessions that are not live (suspended, closed,
 //! failed, interrupted) are not held in memory: the store has them.
 
-pub mod answers;
 mod bounds;
 mod entry;
 mod exec;
 mod journal;
-pub mod messages;
 mod slots;
 mod start;
 pub mod submissions;
@@ -38,6 +36,7 @@ use crate::engine::hooks::{ManagerHooks, SessionEvent};
 use crate::engine::lease::SessionSandboxes;
 use crate::engine::session::import;
 use crate::engine::session::lifecycle::{self, decide, Command, Decision, Event, Input};
+use crate::engine::session::messages;
 use crate::engine::session::{
     SessionRecord, SessionStatus, SessionSummary, StoredMessage, Timestamp,
 };

@@ -14,6 +14,7 @@ use crate::engine::agent::{
     HarnessSession, OpenRequest, TurnControl, TurnEnd, TurnFeed, TurnInput, TurnReport, TurnStart,
 };
 use crate::engine::lease::{Lease, SandboxRef};
+use crate::engine::session::answers;
 use crate::engine::store::memory::MemoryStore;
 use crate::engine::ui::UiChunk;
 

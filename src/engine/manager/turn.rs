@@ -12,18 +12,18 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 
-use super::answers;
 use super::entry::{lock, CutTurn, Entry, Phase, Turn, TurnSlot};
 use super::exec::cancellable;
-use super::messages::{self, pending_input_of};
 use super::submissions::{self, SubmissionAsk};
 use super::turn_options::{self, starts_step, TurnOptions};
 use super::turn_output::{self, OutputSpec, OutputVerdict};
 use super::{timers, Inner, APPLICATION_STOPPED, SESSION_CLOSED, TURN_TOO_LONG};
 use crate::engine::agent::{TurnEnd, TurnInput, TurnReport, TurnStart};
 use crate::engine::error::{Result, SessionError};
+use crate::engine::session::answers;
 use crate::engine::session::import;
 use crate::engine::session::lifecycle::{decide, Command, Decision, Event, Input};
+use crate::engine::session::messages::{self, pending_input_of};
 use crate::engine::session::{SessionStatus, SessionSummary, StoredMessage};
 use crate::engine::ui::{MessageAccumulator, UiChunk};
 
@@ -245,7 +245,13 @@ impl Inner {
                         .pending_input
                         .clone()
                         .unwrap_or_else(|| pending_input_of(&paused, true));
-                    let collected = answers::collect(&entry.id, &pending, &request)?;
+                    let collected = answers::collect(
+                        &entry.id,
+                        &pending,
+                        request.message.as_ref(),
+                        &request.approvals,
+                        &request.tool_results,
+                    )?;
                     let mut options = request.options.clone();
                     // A continuation carries no words: its addendum waits for the next prompt,
                     // which a lost turn's answers are (with any addendum left untold before).

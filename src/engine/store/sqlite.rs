@@ -24,8 +24,10 @@
 //!   `lock`); closing the store, dropping it, or the process dying releases the file.
 
 mod lock;
+mod rows;
 mod schema;
 mod seal;
+mod summaries;
 #[cfg(test)]
 mod tests;
 mod worker;
@@ -39,8 +41,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use self::rows::{PreparedMessage, PreparedSave};
 use self::seal::ResumeStateCodec;
-use self::worker::{Command, OpenParams, PreparedMessage, PreparedSave, WorkerHandle};
+use self::worker::{Command, OpenParams, WorkerHandle};
 use super::SessionStore;
 use crate::engine::error::{Result, SessionError};
 use crate::engine::session::{SessionRecord, SessionSummary};

@@ -1,7 +1,8 @@
 //! The chunks of the AI SDK v7 UI message stream (`ai` 7.0.112, `ui-message-chunks.ts`), as they
 //! travel on the wire.
 //!
-//! [`UiChunk`] has one variant per chunk type, `data-<name>` chunks included, and
+//! [`UiChunk`] has one variant per chunk type (listed once, in `ui_chunks!`), `data-<name>` chunks
+//! included, and
 //! [`UiChunk::Unknown`] for a type this model does not know: it is carried through untouched.
 //!
 //! Invariants:
@@ -38,145 +39,6 @@ pub enum ChunkError {
         /// What is wrong with it: `must be a string`, `is missing`, ...
         problem: &'static str,
     },
-}
-
-/// The kind of a chunk: its `type` without the payload, cheap to copy and match.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ChunkKind {
-    /// `start`
-    Start,
-    /// `finish`
-    Finish,
-    /// `abort`
-    Abort,
-    /// `error`
-    Error,
-    /// `message-metadata`
-    MessageMetadata,
-    /// `start-step`
-    StartStep,
-    /// `finish-step`
-    FinishStep,
-    /// `reset-step`
-    ResetStep,
-    /// `text-start`
-    TextStart,
-    /// `text-delta`
-    TextDelta,
-    /// `text-end`
-    TextEnd,
-    /// `reasoning-start`
-    ReasoningStart,
-    /// `reasoning-delta`
-    ReasoningDelta,
-    /// `reasoning-end`
-    ReasoningEnd,
-    /// `custom`
-    Custom,
-    /// `tool-input-start`
-    ToolInputStart,
-    /// `tool-input-delta`
-    ToolInputDelta,
-    /// `tool-input-available`
-    ToolInputAvailable,
-    /// `tool-input-error`
-    ToolInputError,
-    /// `tool-approval-request`
-    ToolApprovalRequest,
-    /// `tool-approval-response`
-    ToolApprovalResponse,
-    /// `tool-output-available`
-    ToolOutputAvailable,
-    /// `tool-output-error`
-    ToolOutputError,
-    /// `tool-output-denied`
-    ToolOutputDenied,
-    /// `source-url`
-    SourceUrl,
-    /// `source-document`
-    SourceDocument,
-    /// `file`
-    File,
-    /// `reasoning-file`
-    ReasoningFile,
-    /// `data-<name>`
-    Data,
-    /// Any other `type`.
-    Unknown,
-}
-
-impl ChunkKind {
-    /// The kind of a chunk whose `type` is `type_name`.
-    pub fn from_type(type_name: &str) -> ChunkKind {
-        match type_name {
-            "start" => ChunkKind::Start,
-            "finish" => ChunkKind::Finish,
-            "abort" => ChunkKind::Abort,
-            "error" => ChunkKind::Error,
-            "message-metadata" => ChunkKind::MessageMetadata,
-            "start-step" => ChunkKind::StartStep,
-            "finish-step" => ChunkKind::FinishStep,
-            "reset-step" => ChunkKind::ResetStep,
-            "text-start" => ChunkKind::TextStart,
-            "text-delta" => ChunkKind::TextDelta,
-            "text-end" => ChunkKind::TextEnd,
-            "reasoning-start" => ChunkKind::ReasoningStart,
-            "reasoning-delta" => ChunkKind::ReasoningDelta,
-            "reasoning-end" => ChunkKind::ReasoningEnd,
-            "custom" => ChunkKind::Custom,
-            "tool-input-start" => ChunkKind::ToolInputStart,
-            "tool-input-delta" => ChunkKind::ToolInputDelta,
-            "tool-input-available" => ChunkKind::ToolInputAvailable,
-            "tool-input-error" => ChunkKind::ToolInputError,
-            "tool-approval-request" => ChunkKind::ToolApprovalRequest,
-            "tool-approval-response" => ChunkKind::ToolApprovalResponse,
-            "tool-output-available" => ChunkKind::ToolOutputAvailable,
-            "tool-output-error" => ChunkKind::ToolOutputError,
-            "tool-output-denied" => ChunkKind::ToolOutputDenied,
-            "source-url" => ChunkKind::SourceUrl,
-            "source-document" => ChunkKind::SourceDocument,
-            "file" => ChunkKind::File,
-            "reasoning-file" => ChunkKind::ReasoningFile,
-            other if other.starts_with("data-") => ChunkKind::Data,
-            _ => ChunkKind::Unknown,
-        }
-    }
-
-    /// The wire `type` of this kind; `None` for [`ChunkKind::Data`] and [`ChunkKind::Unknown`],
-    /// whose type is the chunk's own.
-    pub fn as_str(self) -> Option<&'static str> {
-        Some(match self {
-            ChunkKind::Start => "start",
-            ChunkKind::Finish => "finish",
-            ChunkKind::Abort => "abort",
-            ChunkKind::Error => "error",
-            ChunkKind::MessageMetadata => "message-metadata",
-            ChunkKind::StartStep => "start-step",
-            ChunkKind::FinishStep => "finish-step",
-            ChunkKind::ResetStep => "reset-step",
-            ChunkKind::TextStart => "text-start",
-            ChunkKind::TextDelta => "text-delta",
-            ChunkKind::TextEnd => "text-end",
-            ChunkKind::ReasoningStart => "reasoning-start",
-            ChunkKind::ReasoningDelta => "reasoning-delta",
-            ChunkKind::ReasoningEnd => "reasoning-end",
-            ChunkKind::Custom => "custom",
-            ChunkKind::ToolInputStart => "tool-input-start",
-            ChunkKind::ToolInputDelta => "tool-input-delta",
-            ChunkKind::ToolInputAvailable => "tool-input-available",
-            ChunkKind::ToolInputError => "tool-input-error",
-            ChunkKind::ToolApprovalRequest => "tool-approval-request",
-            ChunkKind::ToolApprovalResponse => "tool-approval-response",
-            ChunkKind::ToolOutputAvailable => "tool-output-available",
-            ChunkKind::ToolOutputError => "tool-output-error",
-            ChunkKind::ToolOutputDenied => "tool-output-denied",
-            ChunkKind::SourceUrl => "source-url",
-            ChunkKind::SourceDocument => "source-document",
-            ChunkKind::File => "file",
-            ChunkKind::ReasoningFile => "reasoning-file",
-            ChunkKind::Data | ChunkKind::Unknown => return None,
-        })
-    }
 }
 
 /// The fields of a chunk that the model does not name, and the wire order of its keys when that
@@ -738,108 +600,162 @@ impl Body for DataChunk {
     }
 }
 
-/// One chunk of the UI message stream.
-#[derive(Debug, Clone, PartialEq)]
-pub enum UiChunk {
+/// The one list of the known chunk types: each variant, its body and its wire `type`. It makes
+/// [`ChunkKind`] and [`UiChunk`] (with [`UiChunk::Data`] and [`UiChunk::Unknown`] added), and every
+/// match over them: `type` ↔ kind, a chunk's kind, reading a body, borrowing it.
+macro_rules! ui_chunks {
+    ( $( $(#[$doc:meta])* $variant:ident($body:ident) = $type:literal, )* ) => {
+        /// The kind of a chunk: its `type` without the payload, cheap to copy and match.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ChunkKind {
+            $( $(#[$doc])* $variant, )*
+            /// `data-<name>`
+            Data,
+            /// Any other `type`.
+            Unknown,
+        }
+
+        impl ChunkKind {
+            /// The kind of a chunk whose `type` is `type_name`.
+            pub fn from_type(type_name: &str) -> ChunkKind {
+                match type_name {
+                    $( $type => ChunkKind::$variant, )*
+                    other if other.starts_with("data-") => ChunkKind::Data,
+                    _ => ChunkKind::Unknown,
+                }
+            }
+
+            /// The wire `type` of this kind; `None` for [`ChunkKind::Data`] and
+            /// [`ChunkKind::Unknown`], whose type is the chunk's own.
+            pub fn as_str(self) -> Option<&'static str> {
+                Some(match self {
+                    $( ChunkKind::$variant => $type, )*
+                    ChunkKind::Data | ChunkKind::Unknown => return None,
+                })
+            }
+
+            /// The named keys of this kind's body, in the order the AI SDK writes them; `None`
+            /// for [`ChunkKind::Unknown`].
+            fn keys(self) -> Option<&'static [&'static str]> {
+                Some(match self {
+                    $( ChunkKind::$variant => $body::KEYS, )*
+                    ChunkKind::Data => DataChunk::KEYS,
+                    ChunkKind::Unknown => return None,
+                })
+            }
+        }
+
+        /// One chunk of the UI message stream.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum UiChunk {
+            $( $(#[$doc])* $variant($body), )*
+            /// `data-<name>`
+            Data(DataChunk),
+            /// A chunk of a type this model does not know, whole and untouched (its `type` is a
+            /// string).
+            Unknown(Map<String, Value>),
+        }
+
+        impl UiChunk {
+            /// The chunk's kind.
+            pub fn kind(&self) -> ChunkKind {
+                match self {
+                    $( UiChunk::$variant(_) => ChunkKind::$variant, )*
+                    UiChunk::Data(_) => ChunkKind::Data,
+                    UiChunk::Unknown(_) => ChunkKind::Unknown,
+                }
+            }
+
+            /// Reads the named fields of a chunk of `kind` (known, not data) out of `map`.
+            fn take_known(
+                kind: ChunkKind,
+                map: &mut Map<String, Value>,
+            ) -> Option<Result<UiChunk, (&'static str, &'static str)>> {
+                Some(match kind {
+                    $( ChunkKind::$variant => $body::take(map).map(UiChunk::$variant), )*
+                    ChunkKind::Data | ChunkKind::Unknown => return None,
+                })
+            }
+
+            fn body(&self) -> Option<&dyn Body> {
+                Some(match self {
+                    $( UiChunk::$variant(b) => b, )*
+                    UiChunk::Data(b) => b,
+                    UiChunk::Unknown(_) => return None,
+                })
+            }
+
+            fn body_mut(&mut self) -> Option<&mut dyn Body> {
+                Some(match self {
+                    $( UiChunk::$variant(b) => b, )*
+                    UiChunk::Data(b) => b,
+                    UiChunk::Unknown(_) => return None,
+                })
+            }
+        }
+    };
+}
+
+ui_chunks! {
     /// `start`
-    Start(Start),
+    Start(Start) = "start",
     /// `finish`
-    Finish(Finish),
+    Finish(Finish) = "finish",
     /// `abort`
-    Abort(Abort),
+    Abort(Abort) = "abort",
     /// `error`
-    Error(ErrorChunk),
+    Error(ErrorChunk) = "error",
     /// `message-metadata`
-    MessageMetadata(MessageMetadata),
+    MessageMetadata(MessageMetadata) = "message-metadata",
     /// `start-step`
-    StartStep(StepBoundary),
+    StartStep(StepBoundary) = "start-step",
     /// `finish-step`
-    FinishStep(StepBoundary),
+    FinishStep(StepBoundary) = "finish-step",
     /// `reset-step`: drop the parts of the current step.
-    ResetStep(StepBoundary),
+    ResetStep(StepBoundary) = "reset-step",
     /// `text-start`
-    TextStart(PartBoundary),
+    TextStart(PartBoundary) = "text-start",
     /// `text-delta`
-    TextDelta(PartDelta),
+    TextDelta(PartDelta) = "text-delta",
     /// `text-end`
-    TextEnd(PartBoundary),
+    TextEnd(PartBoundary) = "text-end",
     /// `reasoning-start`
-    ReasoningStart(PartBoundary),
+    ReasoningStart(PartBoundary) = "reasoning-start",
     /// `reasoning-delta`
-    ReasoningDelta(PartDelta),
+    ReasoningDelta(PartDelta) = "reasoning-delta",
     /// `reasoning-end`
-    ReasoningEnd(PartBoundary),
+    ReasoningEnd(PartBoundary) = "reasoning-end",
     /// `custom`
-    Custom(Custom),
+    Custom(Custom) = "custom",
     /// `tool-input-start`
-    ToolInputStart(ToolInputStart),
+    ToolInputStart(ToolInputStart) = "tool-input-start",
     /// `tool-input-delta`
-    ToolInputDelta(ToolInputDelta),
+    ToolInputDelta(ToolInputDelta) = "tool-input-delta",
     /// `tool-input-available`
-    ToolInputAvailable(ToolInputAvailable),
+    ToolInputAvailable(ToolInputAvailable) = "tool-input-available",
     /// `tool-input-error`
-    ToolInputError(ToolInputError),
+    ToolInputError(ToolInputError) = "tool-input-error",
     /// `tool-approval-request`
-    ToolApprovalRequest(ToolApprovalRequest),
+    ToolApprovalRequest(ToolApprovalRequest) = "tool-approval-request",
     /// `tool-approval-response`
-    ToolApprovalResponse(ToolApprovalResponse),
+    ToolApprovalResponse(ToolApprovalResponse) = "tool-approval-response",
     /// `tool-output-available`
-    ToolOutputAvailable(ToolOutputAvailable),
+    ToolOutputAvailable(ToolOutputAvailable) = "tool-output-available",
     /// `tool-output-error`
-    ToolOutputError(ToolOutputError),
+    ToolOutputError(ToolOutputError) = "tool-output-error",
     /// `tool-output-denied`
-    ToolOutputDenied(ToolOutputDenied),
+    ToolOutputDenied(ToolOutputDenied) = "tool-output-denied",
     /// `source-url`
-    SourceUrl(SourceUrl),
+    SourceUrl(SourceUrl) = "source-url",
     /// `source-document`
-    SourceDocument(SourceDocument),
+    SourceDocument(SourceDocument) = "source-document",
     /// `file`
-    File(FileChunk),
+    File(FileChunk) = "file",
     /// `reasoning-file`
-    ReasoningFile(FileChunk),
-    /// `data-<name>`
-    Data(DataChunk),
-    /// A chunk of a type this model does not know, whole and untouched (its `type` is a string).
-    Unknown(Map<String, Value>),
+    ReasoningFile(FileChunk) = "reasoning-file",
 }
 
 impl UiChunk {
-    /// The chunk's kind.
-    pub fn kind(&self) -> ChunkKind {
-        match self {
-            UiChunk::Start(_) => ChunkKind::Start,
-            UiChunk::Finish(_) => ChunkKind::Finish,
-            UiChunk::Abort(_) => ChunkKind::Abort,
-            UiChunk::Error(_) => ChunkKind::Error,
-            UiChunk::MessageMetadata(_) => ChunkKind::MessageMetadata,
-            UiChunk::StartStep(_) => ChunkKind::StartStep,
-            UiChunk::FinishStep(_) => ChunkKind::FinishStep,
-            UiChunk::ResetStep(_) => ChunkKind::ResetStep,
-            UiChunk::TextStart(_) => ChunkKind::TextStart,
-            UiChunk::TextDelta(_) => ChunkKind::TextDelta,
-            UiChunk::TextEnd(_) => ChunkKind::TextEnd,
-            UiChunk::ReasoningStart(_) => ChunkKind::ReasoningStart,
-            UiChunk::ReasoningDelta(_) => ChunkKind::ReasoningDelta,
-            UiChunk::ReasoningEnd(_) => ChunkKind::ReasoningEnd,
-            UiChunk::Custom(_) => ChunkKind::Custom,
-            UiChunk::ToolInputStart(_) => ChunkKind::ToolInputStart,
-            UiChunk::ToolInputDelta(_) => ChunkKind::ToolInputDelta,
-            UiChunk::ToolInputAvailable(_) => ChunkKind::ToolInputAvailable,
-            UiChunk::ToolInputError(_) => ChunkKind::ToolInputError,
-            UiChunk::ToolApprovalRequest(_) => ChunkKind::ToolApprovalRequest,
-            UiChunk::ToolApprovalResponse(_) => ChunkKind::ToolApprovalResponse,
-            UiChunk::ToolOutputAvailable(_) => ChunkKind::ToolOutputAvailable,
-            UiChunk::ToolOutputError(_) => ChunkKind::ToolOutputError,
-            UiChunk::ToolOutputDenied(_) => ChunkKind::ToolOutputDenied,
-            UiChunk::SourceUrl(_) => ChunkKind::SourceUrl,
-            UiChunk::SourceDocument(_) => ChunkKind::SourceDocument,
-            UiChunk::File(_) => ChunkKind::File,
-            UiChunk::ReasoningFile(_) => ChunkKind::ReasoningFile,
-            UiChunk::Data(_) => ChunkKind::Data,
-            UiChunk::Unknown(_) => ChunkKind::Unknown,
-        }
-    }
-
     /// The chunk's wire `type`.
     pub fn type_name(&self) -> &str {
         match self {
@@ -926,35 +842,8 @@ impl UiChunk {
             Some(Value::String(type_name)) => ChunkKind::from_type(type_name),
             _ => return Err(ChunkError::MissingType),
         };
-        let keys: &'static [&'static str] = match kind {
-            ChunkKind::Unknown => return Ok(UiChunk::Unknown(map)),
-            ChunkKind::Start => Start::KEYS,
-            ChunkKind::Finish => Finish::KEYS,
-            ChunkKind::Abort => Abort::KEYS,
-            ChunkKind::Error => ErrorChunk::KEYS,
-            ChunkKind::MessageMetadata => MessageMetadata::KEYS,
-            ChunkKind::StartStep | ChunkKind::FinishStep | ChunkKind::ResetStep => {
-                StepBoundary::KEYS
-            }
-            ChunkKind::TextStart
-            | ChunkKind::TextEnd
-            | ChunkKind::ReasoningStart
-            | ChunkKind::ReasoningEnd => PartBoundary::KEYS,
-            ChunkKind::TextDelta | ChunkKind::ReasoningDelta => PartDelta::KEYS,
-            ChunkKind::Custom => Custom::KEYS,
-            ChunkKind::ToolInputStart => ToolInputStart::KEYS,
-            ChunkKind::ToolInputDelta => ToolInputDelta::KEYS,
-            ChunkKind::ToolInputAvailable => ToolInputAvailable::KEYS,
-            ChunkKind::ToolInputError => ToolInputError::KEYS,
-            ChunkKind::ToolApprovalRequest => ToolApprovalRequest::KEYS,
-            ChunkKind::ToolApprovalResponse => ToolApprovalResponse::KEYS,
-            ChunkKind::ToolOutputAvailable => ToolOutputAvailable::KEYS,
-            ChunkKind::ToolOutputError => ToolOutputError::KEYS,
-            ChunkKind::ToolOutputDenied => ToolOutputDenied::KEYS,
-            ChunkKind::SourceUrl => SourceUrl::KEYS,
-            ChunkKind::SourceDocument => SourceDocument::KEYS,
-            ChunkKind::File | ChunkKind::ReasoningFile => FileChunk::KEYS,
-            ChunkKind::Data => DataChunk::KEYS,
+        let Some(keys) = kind.keys() else {
+            return Ok(UiChunk::Unknown(map));
         };
         let order = if is_canonical(&map, keys) {
             None
@@ -968,81 +857,16 @@ impl UiChunk {
             problem,
         };
         let map = &mut map;
-        let mut chunk = match kind {
-            ChunkKind::Start => UiChunk::Start(Start::take(map).map_err(field_error)?),
-            ChunkKind::Finish => UiChunk::Finish(Finish::take(map).map_err(field_error)?),
-            ChunkKind::Abort => UiChunk::Abort(Abort::take(map).map_err(field_error)?),
-            ChunkKind::Error => UiChunk::Error(ErrorChunk::take(map).map_err(field_error)?),
-            ChunkKind::MessageMetadata => {
-                UiChunk::MessageMetadata(MessageMetadata::take(map).map_err(field_error)?)
-            }
-            ChunkKind::StartStep => {
-                UiChunk::StartStep(StepBoundary::take(map).map_err(field_error)?)
-            }
-            ChunkKind::FinishStep => {
-                UiChunk::FinishStep(StepBoundary::take(map).map_err(field_error)?)
-            }
-            ChunkKind::ResetStep => {
-                UiChunk::ResetStep(StepBoundary::take(map).map_err(field_error)?)
-            }
-            ChunkKind::TextStart => {
-                UiChunk::TextStart(PartBoundary::take(map).map_err(field_error)?)
-            }
-            ChunkKind::TextDelta => UiChunk::TextDelta(PartDelta::take(map).map_err(field_error)?),
-            ChunkKind::TextEnd => UiChunk::TextEnd(PartBoundary::take(map).map_err(field_error)?),
-            ChunkKind::ReasoningStart => {
-                UiChunk::ReasoningStart(PartBoundary::take(map).map_err(field_error)?)
-            }
-            ChunkKind::ReasoningDelta => {
-                UiChunk::ReasoningDelta(PartDelta::take(map).map_err(field_error)?)
-            }
-            ChunkKind::ReasoningEnd => {
-                UiChunk::ReasoningEnd(PartBoundary::take(map).map_err(field_error)?)
-            }
-            ChunkKind::Custom => UiChunk::Custom(Custom::take(map).map_err(field_error)?),
-            ChunkKind::ToolInputStart => {
-                UiChunk::ToolInputStart(ToolInputStart::take(map).map_err(field_error)?)
-            }
-            ChunkKind::ToolInputDelta => {
-                UiChunk::ToolInputDelta(ToolInputDelta::take(map).map_err(field_error)?)
-            }
-            ChunkKind::ToolInputAvailable => {
-                UiChunk::ToolInputAvailable(ToolInputAvailable::take(map).map_err(field_error)?)
-            }
-            ChunkKind::ToolInputError => {
-                UiChunk::ToolInputError(ToolInputError::take(map).map_err(field_error)?)
-            }
-            ChunkKind::ToolApprovalRequest => {
-                UiChunk::ToolApprovalRequest(ToolApprovalRequest::take(map).map_err(field_error)?)
-            }
-            ChunkKind::ToolApprovalResponse => {
-                UiChunk::ToolApprovalResponse(ToolApprovalResponse::take(map).map_err(field_error)?)
-            }
-            ChunkKind::ToolOutputAvailable => {
-                UiChunk::ToolOutputAvailable(ToolOutputAvailable::take(map).map_err(field_error)?)
-            }
-            ChunkKind::ToolOutputError => {
-                UiChunk::ToolOutputError(ToolOutputError::take(map).map_err(field_error)?)
-            }
-            ChunkKind::ToolOutputDenied => {
-                UiChunk::ToolOutputDenied(ToolOutputDenied::take(map).map_err(field_error)?)
-            }
-            ChunkKind::SourceUrl => UiChunk::SourceUrl(SourceUrl::take(map).map_err(field_error)?),
-            ChunkKind::SourceDocument => {
-                UiChunk::SourceDocument(SourceDocument::take(map).map_err(field_error)?)
-            }
-            ChunkKind::File => UiChunk::File(FileChunk::take(map).map_err(field_error)?),
-            ChunkKind::ReasoningFile => {
-                UiChunk::ReasoningFile(FileChunk::take(map).map_err(field_error)?)
-            }
-            ChunkKind::Data => {
+        let mut chunk = match UiChunk::take_known(kind, map) {
+            Some(chunk) => chunk.map_err(field_error)?,
+            None if kind == ChunkKind::Data => {
                 let data_type = match type_value {
                     Some(Value::String(t)) => t,
                     _ => return Err(ChunkError::MissingType),
                 };
                 UiChunk::Data(DataChunk::take(map, data_type).map_err(field_error)?)
             }
-            ChunkKind::Unknown => return Err(ChunkError::MissingType),
+            None => return Err(ChunkError::MissingType),
         };
         if let Some(extra) = chunk.body_mut().map(Body::extra_mut) {
             extra.fields = std::mem::take(map);
@@ -1074,68 +898,6 @@ impl UiChunk {
     /// The chunk as a JSON value.
     pub fn to_value(&self) -> Value {
         Value::Object(self.to_map())
-    }
-
-    fn body(&self) -> Option<&dyn Body> {
-        Some(match self {
-            UiChunk::Start(b) => b,
-            UiChunk::Finish(b) => b,
-            UiChunk::Abort(b) => b,
-            UiChunk::Error(b) => b,
-            UiChunk::MessageMetadata(b) => b,
-            UiChunk::StartStep(b) | UiChunk::FinishStep(b) | UiChunk::ResetStep(b) => b,
-            UiChunk::TextStart(b)
-            | UiChunk::TextEnd(b)
-            | UiChunk::ReasoningStart(b)
-            | UiChunk::ReasoningEnd(b) => b,
-            UiChunk::TextDelta(b) | UiChunk::ReasoningDelta(b) => b,
-            UiChunk::Custom(b) => b,
-            UiChunk::ToolInputStart(b) => b,
-            UiChunk::ToolInputDelta(b) => b,
-            UiChunk::ToolInputAvailable(b) => b,
-            UiChunk::ToolInputError(b) => b,
-            UiChunk::ToolApprovalRequest(b) => b,
-            UiChunk::ToolApprovalResponse(b) => b,
-            UiChunk::ToolOutputAvailable(b) => b,
-            UiChunk::ToolOutputError(b) => b,
-            UiChunk::ToolOutputDenied(b) => b,
-            UiChunk::SourceUrl(b) => b,
-            UiChunk::SourceDocument(b) => b,
-            UiChunk::File(b) | UiChunk::ReasoningFile(b) => b,
-            UiChunk::Data(b) => b,
-            UiChunk::Unknown(_) => return None,
-        })
-    }
-
-    fn body_mut(&mut self) -> Option<&mut dyn Body> {
-        Some(match self {
-            UiChunk::Start(b) => b,
-            UiChunk::Finish(b) => b,
-            UiChunk::Abort(b) => b,
-            UiChunk::Error(b) => b,
-            UiChunk::MessageMetadata(b) => b,
-            UiChunk::StartStep(b) | UiChunk::FinishStep(b) | UiChunk::ResetStep(b) => b,
-            UiChunk::TextStart(b)
-            | UiChunk::TextEnd(b)
-            | UiChunk::ReasoningStart(b)
-            | UiChunk::ReasoningEnd(b) => b,
-            UiChunk::TextDelta(b) | UiChunk::ReasoningDelta(b) => b,
-            UiChunk::Custom(b) => b,
-            UiChunk::ToolInputStart(b) => b,
-            UiChunk::ToolInputDelta(b) => b,
-            UiChunk::ToolInputAvailable(b) => b,
-            UiChunk::ToolInputError(b) => b,
-            UiChunk::ToolApprovalRequest(b) => b,
-            UiChunk::ToolApprovalResponse(b) => b,
-            UiChunk::ToolOutputAvailable(b) => b,
-            UiChunk::ToolOutputError(b) => b,
-            UiChunk::ToolOutputDenied(b) => b,
-            UiChunk::SourceUrl(b) => b,
-            UiChunk::SourceDocument(b) => b,
-            UiChunk::File(b) | UiChunk::ReasoningFile(b) => b,
-            UiChunk::Data(b) => b,
-            UiChunk::Unknown(_) => return None,
-        })
     }
 
     /// Calls `f` with every key and value of the chunk, in the order they are written.
@@ -1259,7 +1021,7 @@ impl TryFrom<Value> for UiChunk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::ui::sse::to_json;
+    use crate::engine::ui::json::to_json;
     use serde_json::json;
 
     fn round_trip(text: &str) -> String {

@@ -18,7 +18,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
 
-use super::session::Container;
+use super::container::Container;
 use crate::engine::error::{Result, SessionError};
 use crate::engine::sandbox::paths::PathPolicy;
 use crate::engine::sandbox::FileStream;

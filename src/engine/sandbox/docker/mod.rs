@@ -24,6 +24,7 @@
 //!   no sandbox of this process (a crashed process left it), removes it and makes a new one.
 
 mod client;
+mod container;
 #[cfg(test)]
 mod engine_tests;
 mod files;
@@ -50,7 +51,7 @@ use super::view::{random_u64, resource_name, validate_ports};
 use super::{Command, SandboxProvider, SandboxSession};
 use crate::engine::error::{Result, SessionError};
 use client::{message_of, status_of};
-use session::{Container, Settings};
+use container::{Container, Settings};
 
 /// The label that marks a container as a harness-sessions sandbox; its value is the session id.
 pub const LABEL_SESSION: &str = "dev.harness-sessions.session-id";
@@ -538,7 +539,7 @@ impl SandboxProvider for DockerSandbox {
         let options = CreateContainerOptionsBuilder::default().name(&name).build();
         let mut pulled = false;
         let mut reclaimed = false;
-        let hold = session::Hold::new(&name);
+        let hold = container::Hold::new(&name);
         loop {
             match docker
                 .create_container(Some(options.clone()), self.create_body(session_id))

@@ -1,5 +1,5 @@
-//! The thread that owns the SQLite connection, the commands it runs, and the conversion between
-//! rows and records.
+//! The thread that owns the SQLite connection, and the commands it runs: saves (their rows written
+//! by [`super::rows`]), reads of a record, and `list()` (its rows packed by [`super::summaries`]).
 //!
 //! The async side sends a [`Command`] over a channel, each with a one-shot reply channel, and awaits
 //! the reply: no tokio worker ever blocks on SQLite. The thread runs commands in the order they
@@ -24,188 +24,23 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 use tokio::sync::oneshot;
 
 use super::failed;
+use super::rows::{write_save, PreparedSave};
 use super::schema::{self, Migration};
 use super::seal::StoredResumeState;
+use super::summaries::{damaged_summary, decode_summary, unreadable, PackedSummaries};
 use crate::engine::error::{Result, SessionError};
+use crate::engine::session::SessionRecord;
 use crate::engine::session::StoredMessage;
-use crate::engine::session::{SessionRecord, SessionStatus, SessionSummary};
 
 /// Where a command's answer goes.
 pub(super) type Reply<T> = oneshot::Sender<Result<T>>;
 
 /// The most saves that share one commit.
 const MAX_GROUP: usize = 256;
-
-/// A message ready to store: its JSON text and the text's SHA-256.
-pub(super) struct PreparedMessage {
-    pub(super) digest: [u8; 32],
-    pub(super) body: String,
-}
-
-/// A record ready to store, serialized (and its resume state sealed) by the caller.
-pub(super) struct PreparedSave {
-    pub(super) id: String,
-    /// The order key of `updatedAt`'s milliseconds.
-    pub(super) updated_at_key: i64,
-    /// The whole summary as JSON: what `list()` gives, and `get()` with the messages.
-    pub(super) summary: String,
-    /// The results of keyed commands as JSON, when there are some.
-    pub(super) command_results: Option<String>,
-    /// The session's last submissions as JSON, `None` when it has none.
-    pub(super) submissions: Option<String>,
-    pub(super) messages: Vec<PreparedMessage>,
-    pub(super) resume_state: Option<StoredResumeState>,
-}
-
-/// A byte range of [`PackedSummaries::text`].
-#[derive(Clone, Copy)]
-struct Span {
-    start: usize,
-    end: usize,
-}
-
-/// One `sessions` row of [`PackedSummaries`].
-struct PackedSummary {
-    id: Span,
-    updated_at_key: i64,
-    /// The summary as JSON; none only in a damaged row.
-    summary: Option<Span>,
-}
-
-/// Every `sessions` row, the text of all of them in one buffer: `list()` moves two allocations
-/// from the thread to the caller, not a few per row, and the caller decodes (and frees) in its
-/// own allocator arena, which measured about twice as fast as decoding on the thread.
-#[derive(Default)]
-pub(super) struct PackedSummaries {
-    text: String,
-    rows: Vec<PackedSummary>,
-}
-
-impl PackedSummaries {
-    /// Appends `text`, if any, and gives its span.
-    fn push(&mut self, text: Option<&str>) -> Option<Span> {
-        let text = text?;
-        let start = self.text.len();
-        self.text.push_str(text);
-        Some(Span {
-            start,
-            end: self.text.len(),
-        })
-    }
-
-    fn str(&self, span: Span) -> &str {
-        // Spans are made by `push` on this buffer, on `str` boundaries.
-        self.text.get(span.start..span.end).unwrap_or_default()
-    }
-
-    /// Sorts the rows the most recently updated first, ties by id: the order of
-    /// [`crate::engine::store::sort_newest_first`], since order keys sort like `f64::total_cmp`
-    /// and ids are unique.
-    fn newest_first(&mut self) -> Vec<PackedSummary> {
-        let mut rows = std::mem::take(&mut self.rows);
-        rows.sort_unstable_by(|a, b| {
-            b.updated_at_key
-                .cmp(&a.updated_at_key)
-                .then_with(|| self.str(a.id).cmp(self.str(b.id)))
-        });
-        rows
-    }
-
-    /// The summary text of `row`.
-    fn summary(&self, row: &PackedSummary) -> Result<&str> {
-        row.summary
-            .map(|span| self.str(span))
-            .ok_or_else(|| damaged_summary(self.str(row.id)))
-    }
-
-    /// The summaries, newest first, each decoded once.
-    ///
-    /// A row that cannot be decoded is set aside: it is given, with why, in the second list.
-    pub(super) fn into_newest_first(mut self) -> (Vec<SessionSummary>, Vec<Unreadable>) {
-        let rows = self.newest_first();
-        let mut summaries = Vec::with_capacity(rows.len());
-        let mut unreadable = Vec::new();
-        for row in &rows {
-            let id = self.str(row.id);
-            match self.summary(row).and_then(|text| decode_summary(id, text)) {
-                Ok(summary) => summaries.push(summary),
-                Err(error) => unreadable.push((id.to_owned(), error)),
-            }
-        }
-        (summaries, unreadable)
-    }
-
-    /// The summaries as JSON text, in the order of [`PackedSummaries::into_newest_first`],
-    /// joined from their stored JSON without decoding them (the whole is checked to be JSON, so
-    /// that a damaged row is an error, never a broken list).
-    ///
-    /// A row that holds something that is not JSON, or a status this build does not know, is
-    /// set aside: it is given, with why, in the second list.
-    ///
-    /// # Errors
-    /// [`SessionError::Host`] when the list could not be written.
-    pub(super) fn into_newest_first_json(mut self) -> Result<(String, Vec<Unreadable>)> {
-        let rows = self.newest_first();
-        let mut json = String::with_capacity(self.text.len() + rows.len() + 2);
-        let mut unreadable = Vec::new();
-        json.push('[');
-        let mut first = true;
-        for row in &rows {
-            let id = self.str(row.id);
-            let mark = json.len();
-            if !first {
-                json.push(',');
-            }
-            let written = self
-                .summary(row)
-                .and_then(|text| check_summary_json(id, text).map(|()| json.push_str(text)));
-            match written {
-                Ok(()) => first = false,
-                Err(error) => {
-                    json.truncate(mark);
-                    unreadable.push((id.to_owned(), error));
-                }
-            }
-        }
-        json.push(']');
-        // One pass over the whole text: a damaged row is an error here, never a broken list.
-        serde_json::from_str::<serde::de::IgnoredAny>(&json).map_err(|_| {
-            SessionError::host("the sqlite store holds a damaged summary: list() cannot be written")
-        })?;
-        Ok((json, unreadable))
-    }
-}
-
-/// A session whose row could not be read, and why.
-pub(super) type Unreadable = (String, SessionError);
-
-/// Checks a stored summary: JSON, with a status this build knows.
-fn check_summary_json(id: &str, text: &str) -> Result<()> {
-    #[derive(serde::Deserialize)]
-    struct Probe<'a> {
-        #[serde(borrow)]
-        status: std::borrow::Cow<'a, str>,
-    }
-    let probe: Probe<'_> = serde_json::from_str(text).map_err(|_| unreadable(id, "its summary"))?;
-    if SessionStatus::ALL
-        .iter()
-        .any(|known| known.as_str() == probe.status)
-    {
-        Ok(())
-    } else {
-        Err(unreadable(id, "its status"))
-    }
-}
-
-fn damaged_summary(id: &str) -> SessionError {
-    SessionError::host(format!(
-        "the sqlite store holds a damaged summary for session {id}"
-    ))
-}
 
 /// What the thread is asked to do.
 pub(super) enum Command {
@@ -562,13 +397,11 @@ impl Worker {
             let text = |index: usize| -> rusqlite::Result<Option<&str>> {
                 Ok(row.get_ref(index)?.as_str_or_null()?)
             };
-            let id = packed.push(Some(text(0).map_err(fail)?.unwrap_or_default()));
-            let summary = packed.push(text(2).map_err(fail)?);
-            packed.rows.push(PackedSummary {
-                id: id.unwrap_or(Span { start: 0, end: 0 }),
-                updated_at_key: row.get(1).map_err(fail)?,
-                summary,
-            });
+            packed.push_row(
+                text(0).map_err(fail)?.unwrap_or_default(),
+                row.get(1).map_err(fail)?,
+                text(2).map_err(fail)?,
+            );
         }
         Ok(packed)
     }
@@ -633,99 +466,4 @@ impl Worker {
             (Ok(_busy), Ok(())) => Ok(()),
         }
     }
-}
-
-/// A summary from its JSON text.
-fn decode_summary(id: &str, text: &str) -> Result<SessionSummary> {
-    serde_json::from_str(text).map_err(|_| unreadable(id, "its summary"))
-}
-
-fn unreadable(id: &str, what: &str) -> SessionError {
-    SessionError::host(format!(
-        "the sqlite store holds an unreadable session {id}: {what} could not be decoded"
-    ))
-}
-
-/// Writes one save inside the caller's transaction: the summary, the messages that changed, the
-/// resume state.
-/// Writes `save`; answers whether it dropped a resume state (the session left `suspended`).
-fn write_save(conn: &Connection, save: &PreparedSave) -> rusqlite::Result<bool> {
-    conn.prepare_cached(
-        "INSERT INTO sessions (id, updated_at_key, summary, command_results) \
-         VALUES (?1, ?2, ?3, ?4) \
-         ON CONFLICT (id) DO UPDATE SET updated_at_key = excluded.updated_at_key, \
-             summary = excluded.summary, command_results = excluded.command_results",
-    )?
-    .execute(params![
-        save.id,
-        save.updated_at_key,
-        save.summary,
-        save.command_results
-    ])?;
-    conn.prepare_cached("UPDATE sessions SET submissions = ?2 WHERE id = ?1")?
-        .execute(params![save.id, save.submissions])?;
-
-    // What is stored, by position: a message whose digest matches is left alone.
-    let mut unchanged = vec![false; save.messages.len()];
-    let mut stored_past_end = false;
-    {
-        let mut statement = conn.prepare_cached(
-            "SELECT position, digest FROM messages WHERE session_id = ?1 ORDER BY position",
-        )?;
-        let mut rows = statement.query([&save.id])?;
-        while let Some(row) = rows.next()? {
-            let position: i64 = row.get(0)?;
-            let digest = row.get_ref(1)?.as_blob()?;
-            match usize::try_from(position)
-                .ok()
-                .and_then(|position| save.messages.get(position).map(|new| (position, new)))
-            {
-                Some((position, new)) => unchanged[position] = new.digest.as_slice() == digest,
-                None => stored_past_end = true,
-            }
-        }
-    }
-    {
-        let mut upsert = conn.prepare_cached(
-            "INSERT INTO messages (session_id, position, digest, body) VALUES (?1, ?2, ?3, ?4) \
-             ON CONFLICT (session_id, position) DO UPDATE SET digest = excluded.digest, \
-                 body = excluded.body",
-        )?;
-        for (position, message) in save.messages.iter().enumerate() {
-            if !unchanged[position] {
-                upsert.execute(params![
-                    save.id,
-                    position_key(position),
-                    message.digest.as_slice(),
-                    message.body,
-                ])?;
-            }
-        }
-    }
-    if stored_past_end {
-        conn.prepare_cached("DELETE FROM messages WHERE session_id = ?1 AND position >= ?2")?
-            .execute(params![save.id, position_key(save.messages.len())])?;
-    }
-
-    let dropped = match &save.resume_state {
-        Some(state) => conn
-            .prepare_cached(
-                "INSERT INTO resume_states (session_id, format, body) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT (session_id) DO UPDATE SET format = excluded.format, \
-                     body = excluded.body",
-            )?
-            .execute(params![save.id, state.format, state.body])
-            .map(|_| false)?,
-        None => {
-            conn.prepare_cached("DELETE FROM resume_states WHERE session_id = ?1")?
-                .execute([&save.id])?
-                > 0
-        }
-    };
-    Ok(dropped)
-}
-
-/// A position as SQLite stores it; a conversation never comes near `i64::MAX` messages.
-fn position_key(position: usize) -> i64 {
-    i64::try_from(position).unwrap_or(i64::MAX)
 }

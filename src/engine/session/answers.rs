@@ -9,8 +9,6 @@ use crate::engine::error::{Result, SessionError};
 use crate::engine::session::{ApprovalVerdict, PendingInput, SessionStatus};
 use crate::engine::ui::UiChunk;
 
-use super::turn::ContinueRequest;
-
 /// The words of a `continue()` that answers nothing the session waits for.
 pub const NO_ANSWER: &str = "continue() carries no answer to what the session waits for.";
 /// What the agent is told of a denial given without a reason.
@@ -146,19 +144,21 @@ pub fn keep_sent_answers(pending: &mut PendingInput, sent: &[Value]) {
 pub fn collect(
     session_id: &str,
     pending: &PendingInput,
-    request: &ContinueRequest,
+    message: Option<&Value>,
+    approvals: &[Value],
+    tool_results: &[Value],
 ) -> Result<Collected> {
     let mut given_approvals = Vec::new();
-    for (index, response) in request.approvals.iter().enumerate() {
+    for (index, response) in approvals.iter().enumerate() {
         let path = format!("toolApprovalContinuations[{index}]");
         given_approvals.push(read_approval_response(response, &path)?);
     }
     let mut given_results = Vec::new();
-    for (index, part) in request.tool_results.iter().enumerate() {
+    for (index, part) in tool_results.iter().enumerate() {
         let path = format!("toolResultContinuations[{index}]");
         given_results.push(read_tool_result(part, &path)?);
     }
-    let (read_approvals, read_results) = match &request.message {
+    let (read_approvals, read_results) = match message {
         Some(message) => read_message_answers(message, pending)?,
         None => (Vec::new(), Vec::new()),
     };
@@ -516,6 +516,24 @@ mod tests {
     use super::*;
     use crate::engine::session::{PendingApproval, PendingToolCall};
 
+    /// The answers a `continue()` carries.
+    #[derive(Default)]
+    struct Request {
+        message: Option<Value>,
+        approvals: Vec<Value>,
+        tool_results: Vec<Value>,
+    }
+
+    fn collect_request(session_id: &str, pending: &PendingInput, r: &Request) -> Result<Collected> {
+        collect(
+            session_id,
+            pending,
+            r.message.as_ref(),
+            &r.approvals,
+            &r.tool_results,
+        )
+    }
+
     fn pending() -> PendingInput {
         PendingInput {
             approvals: vec![PendingApproval {
@@ -534,8 +552,8 @@ mod tests {
         }
     }
 
-    fn request(approvals: Vec<Value>, tool_results: Vec<Value>) -> ContinueRequest {
-        ContinueRequest {
+    fn request(approvals: Vec<Value>, tool_results: Vec<Value>) -> Request {
+        Request {
             approvals,
             tool_results,
             ..Default::default()
@@ -548,7 +566,7 @@ mod tests {
             vec![json!({"type": "tool-approval-response", "approvalId": "a1", "approved": false})],
             vec![json!({"toolCallId": "c2", "output": 3})],
         );
-        let got = collect("s", &pending(), &request).unwrap();
+        let got = collect_request("s", &pending(), &request).unwrap();
         assert_eq!(
             got.approvals,
             vec![json!({"type": "tool-approval-response", "approvalId": "a1", "approved": false})]
@@ -567,11 +585,11 @@ mod tests {
             {"type": "tool-write", "toolCallId": "c1", "state": "approval-responded", "input": {"path": "x"}, "approval": {"id": "a1", "approved": true}},
             {"type": "tool-askUserQuestions", "toolCallId": "c2", "state": "output-available", "input": {}, "output": {"action": "answered"}},
         ]});
-        let request = ContinueRequest {
+        let request = Request {
             message: Some(message),
             ..Default::default()
         };
-        let got = collect("s", &pending(), &request).unwrap();
+        let got = collect_request("s", &pending(), &request).unwrap();
         assert_eq!(
             got.approvals,
             vec![json!({"type": "tool-approval-response", "approvalId": "a1", "approved": true})]
@@ -590,18 +608,18 @@ mod tests {
             reason: Some("no".into()),
         });
         let request = request(vec![], vec![json!({"toolCallId": "c2", "output": 1})]);
-        let got = collect("s", &pending, &request).unwrap();
+        let got = collect_request("s", &pending, &request).unwrap();
         assert_eq!(got.approvals[0]["approved"], false);
         assert_eq!(got.approvals[0]["reason"], "no");
         let mut overturn = request_with_approval(true);
         overturn
             .tool_results
             .push(json!({"toolCallId": "c2", "output": 1}));
-        let got = collect("s", &pending, &overturn).unwrap();
+        let got = collect_request("s", &pending, &overturn).unwrap();
         assert_eq!(got.approvals[0]["approved"], false);
     }
 
-    fn request_with_approval(approved: bool) -> ContinueRequest {
+    fn request_with_approval(approved: bool) -> Request {
         request(
             vec![json!({"approvalId": "a1", "approved": approved})],
             vec![],
@@ -610,7 +628,7 @@ mod tests {
 
     #[test]
     fn no_answer_is_a_conflict() {
-        match collect("s", &pending(), &ContinueRequest::default()) {
+        match collect_request("s", &pending(), &Request::default()) {
             Err(SessionError::Conflict { message, .. }) => assert_eq!(message, NO_ANSWER),
             other => panic!("{other:?}"),
         }
@@ -624,7 +642,7 @@ mod tests {
                 json!({"toolCallId": "c9", "toolName": "other", "output": {"type": "json", "value": 1}}),
             ],
         );
-        let got = collect("s", &pending(), &request).unwrap();
+        let got = collect_request("s", &pending(), &request).unwrap();
         assert_eq!(
             got.approvals,
             vec![
@@ -662,7 +680,7 @@ mod tests {
                 json!({"toolCallId": "c2", "output": {"type": "json", "value": {"action": "answered", "answers": {"question-1": {"optionIds": ["option-2", "option-9"], "freeform": "or teal"}}}}}),
             ],
         );
-        let words = collect("s", &pending, &request).unwrap().words();
+        let words = collect_request("s", &pending, &request).unwrap().words();
         let lines: Vec<&str> = words.lines().collect();
         assert_eq!(lines[0], TOLD_AFTER_SUSPENSION);
         assert!(
@@ -741,7 +759,7 @@ mod tests {
             approved: true,
             reason: None,
         });
-        match collect("s", &pending, &request_with_approval(true)) {
+        match collect_request("s", &pending, &request_with_approval(true)) {
             Err(SessionError::Conflict { message, .. }) => assert_eq!(message, NO_ANSWER),
             other => panic!("{other:?}"),
         }
@@ -750,7 +768,7 @@ mod tests {
     #[test]
     fn malformed_answers_name_the_field() {
         let request = request(vec![json!({"approvalId": 1})], vec![]);
-        match collect("s", &pending(), &request) {
+        match collect_request("s", &pending(), &request) {
             Err(SessionError::Input { path, .. }) => {
                 assert_eq!(path, "toolApprovalContinuations[0].approvalId")
             }
