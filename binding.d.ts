@@ -58,6 +58,11 @@ export declare class NativeManager {
   /** `list()`: the summaries as JSON. */
   list(): Promise<Settled<string>>
   /**
+   * `list()` for a caller that keeps the summaries it was given (`js/summaries.js`): `[stamp,
+   * rows]`, the summaries stamped at most `known` left out (see `SessionStore::list_since`).
+   */
+  listSince(known: number): Promise<Settled<string>>
+  /**
    * `send(id, ...)`: `{ turnId, message, prompt?, replyId, messageId }` as JSON; answers
    * `{ messageId, session }`.
    */
@@ -77,6 +82,13 @@ export declare class NativeManager {
   cancelWaiting(id: number): void
   /** `update(id, { metadata })`, the metadata as JSON. */
   update(id: string, metadataJson: string): Promise<Settled<string>>
+  /**
+   * `update(id, { metadata: change })` with a function: under the session's command lock,
+   * `change` is called with the metadata as they stand (JSON) and answers the new ones (JSON),
+   * or `null` when the application's function threw (nothing changes then, and `index.js`
+   * throws what it threw).
+   */
+  updateWith(id: string, change: (metadataJson: string) => Promise<string | null>): Promise<Settled<string>>
   /** `interrupt(id)`. */
   interrupt(id: string): Promise<Settled<undefined>>
   /** Cuts turn `turn_id` short, if it is still under way: the caller's `abortSignal` fired. */
@@ -130,8 +142,11 @@ export declare class NativeSandboxProvider {
   createSession(sessionId?: string | undefined | null): Promise<Settled<NativeSandboxSession>>
   /** The sandbox of `sessionId`, started again if it was stopped. */
   resumeSession(sessionId: string): Promise<Settled<NativeSandboxSession>>
-  /** The sandbox named `name`, found again or created: the sandbox `sharedSandbox()` forks. */
-  open(name: string): Promise<Settled<NativeSandboxSession>>
+  /**
+   * The sandbox named `name` (default: the provider's `name` option, or `shared`), found
+   * again or created: the sandbox `sharedSandbox()` forks.
+   */
+  open(name?: string | undefined | null): Promise<Settled<NativeSandboxSession>>
 }
 
 /** A view of a sandbox. `js/sandbox.js` adds the `HarnessV1NetworkSandboxSession` methods. */
@@ -192,7 +207,8 @@ export declare class NativeStore {
   /** A store in memory. */
   static memory(): NativeStore
   /**
-   * A SQLite store in the file at `path` (absolute: `index.js` resolves a relative one), opened
+   * A SQLite store in the file at `path` (a relative one resolved against the working directory
+   * now), opened
    * at its first use: the file created (mode 0600) when missing, with its missing parent
    * folders (mode 0700); resume states are encrypted with `encryption_key` (32 bytes) when one
    * is given. A bad path or an old SQLite fails the first call that uses the store.
@@ -204,10 +220,32 @@ export declare class NativeStore {
   get(id: string): Promise<Settled<string | undefined | null>>
   /** `list()`: the summaries as JSON. */
   list(): Promise<Settled<string>>
+  /**
+   * `list()` for a caller that keeps the summaries it was given (`js/summaries.js`): `[stamp,
+   * rows]`, the summaries stamped at most `known` left out (see `SessionStore::list_since`).
+   */
+  listSince(known: number): Promise<Settled<string>>
   /** `getResumeState(id)`: the state as JSON, or nothing. */
   getResumeState(id: string): Promise<Settled<string | undefined | null>>
   /** `delete(id)`. */
   delete(id: string): Promise<Settled<undefined>>
+  /**
+   * Whether the store answers at once (the memory store): `index.js` then calls the `*Now`
+   * methods, which do the work on the calling thread.
+   */
+  get immediate(): boolean
+  /** [`NativeStore::save`], done at once (an immediate store only). */
+  saveNow(recordJson: string, resumeStateJson?: string | undefined | null): void
+  /** [`NativeStore::get`], done at once (an immediate store only). */
+  getNow(id: string): string | null
+  /** [`NativeStore::list`], done at once (an immediate store only). */
+  listNow(): string
+  /** [`NativeStore::list_since`], done at once (an immediate store only). */
+  listSinceNow(known: number): string
+  /** [`NativeStore::get_resume_state`], done at once (an immediate store only). */
+  getResumeStateNow(id: string): string | null
+  /** [`NativeStore::delete`], done at once (an immediate store only). */
+  deleteNow(id: string): void
   /**
    * `close()`: lets go of the store (the SQLite store closes its file, and frees it for
    * another store); later calls fail.
@@ -251,11 +289,17 @@ export interface CommandResult {
   stderr: string
 }
 
-/** The provider of `dockerSandbox(options)`. Reaches no engine until a session is created. */
-export declare function createDockerSandboxProvider(options: DockerSandboxInit): NativeSandboxProvider
+/**
+ * The provider of `dockerSandbox(options)` (its options as JSON). Reaches no engine until a
+ * session is created.
+ */
+export declare function createDockerSandboxProvider(optionsJson: string): NativeSandboxProvider
 
-/** The provider of `localSandbox(options)`. */
-export declare function createLocalSandboxProvider(options: LocalSandboxInit): NativeSandboxProvider
+/**
+ * The provider of `localSandbox(options)` (its options as JSON); a relative `root` is resolved
+ * against the working directory now.
+ */
+export declare function createLocalSandboxProvider(optionsJson: string): NativeSandboxProvider
 
 /**
  * `sandboxPerSession({ maxSessions })`: its sandboxes made by `provider` natively when it is
@@ -269,56 +313,12 @@ export declare function createSandboxPerSession(host: (arg: string) => Promise<s
  */
 export declare function createSharedSandbox(host: (arg: string) => Promise<string>, optionsJson: string): NativeSessionSandboxes
 
-/** The options of `dockerSandbox()`, as JavaScript gives them. */
-export interface DockerSandboxInit {
-  /** The image, present on the engine. */
-  image?: string
-  /** The Docker endpoint: `unix:///path`, a socket path or `tcp://host:port`. */
-  host?: string
-  /** Pull the image when the engine does not have it. */
-  pull?: boolean
-  /** The start of every container name. */
-  namePrefix?: string
-  /** The user commands run as, `uid:gid`. */
-  user?: string
-  /** The default working directory. */
-  workingDirectory?: string
-  /** The user's home directory. */
-  home?: string
-  /** The ports of each sandbox. */
-  ports?: Array<number>
-  /** Variables in the environment of the container. */
-  env?: Record<string, string>
-  /** CPUs the container may use. */
-  cpus?: number
-  /** Memory: bytes, or a size such as `"512m"`. */
-  memory?: number | string
-  /** Processes the container may run at once. */
-  pids?: number
-  /** `"none"` or `"host"`. */
-  network?: string
-}
-
 /** What `fork()` takes. */
 export interface ForkInit {
   /** The ports of the new view. */
   ports?: Array<number>
   /** Its working directory, absolute or relative to the forked view's. */
   workingDirectory?: string
-}
-
-/** The options of `localSandbox()`, as JavaScript gives them. */
-export interface LocalSandboxInit {
-  /** The folder that holds one folder per session. */
-  root?: string
-  /** The ports of each session (this host's, on 127.0.0.1). */
-  ports?: Array<number>
-  /** Variables in the environment of every command. */
-  env?: Record<string, string>
-  /** Pass this process's whole environment to commands. */
-  inheritEnv?: boolean
-  /** Folders besides the session's that the file API reaches. Default: `["/tmp/harness"]`. */
-  allowedPaths?: Array<string>
 }
 
 /** The version of the native addon. */

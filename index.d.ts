@@ -352,7 +352,10 @@ export interface DockerSandboxOptions {
   namePrefix?: string;
   /** The name the function opens. Default: `'shared'`. */
   name?: string;
-  /** The user commands run as, numeric `uid:gid`. Default: `1000:1000`. */
+  /**
+   * The user commands run as: numeric, `uid` or `uid:gid`. A name is refused (`SessionInputError` at
+   * `user`): the file API runs as these ids, which a name would leave to the image. Default: `1000:1000`.
+   */
   user?: string;
   /** Default: `/workspace`. */
   workingDirectory?: string;
@@ -365,7 +368,7 @@ export interface DockerSandboxOptions {
   cpus?: number;
   /** Bytes, or `'512m'`, `'2g'`. Default: `'1g'`. */
   memory?: number | string;
-  /** Processes at once. Default: 256. */
+  /** Processes at once, 8 or more. Default: 256. */
   pids?: number;
   /** Default: `'none'` without ports, `'host'` with. */
   network?: 'none' | 'host';
@@ -644,7 +647,7 @@ export declare class SessionInputError extends SessionError {
   constructor(options: { path: string; message?: string });
   readonly code: 'SESSION_INPUT';
   readonly statusCode: 400;
-  /** The argument, field or path at fault: `message.parts[2].type`. */
+  /** The path of the argument or field at fault: `message.parts[2].type`, `sandboxes.capacity`, `ports[1]`, `env.HOME`. */
   readonly path: string;
   static isInstance(error: unknown): error is SessionInputError;
 }

@@ -148,7 +148,7 @@ describe('limits (fake agent)', () => {
       [{ maxSteps: 1.5 }, 'limits.maxSteps'],
       [{ timeoutMs: -1 }, 'limits.timeoutMs'],
       [{ timeoutMs: Number.NaN }, 'limits.timeoutMs'],
-      [{ other: 1 }, 'other'],
+      [{ other: 1 }, 'limits.other'],
       [3, 'limits'],
     ]) {
       await refused(sessions.send('l', { message: 'x', limits }), path);

@@ -9,8 +9,8 @@
 
 const { randomUUID, createHash } = require('node:crypto');
 const native = require('./native.js');
-const { SessionOutputError, translating, fromNative } = require('./errors.js');
-const { need, plain, checkId, checkDuration, json } = require('./input.js');
+const { SessionNotFoundError, SessionOutputError, translating, fromNative } = require('./errors.js');
+const { need, plain, fields, data, kept, checkId, json } = require('./input.js');
 const { createHost } = require('./host.js');
 const { Turns } = require('./turns.js');
 const { toUIMessageStreamResponse } = require('./sse.js');
@@ -21,51 +21,29 @@ const { nativeSandboxesOf } = require('./strategies.js');
 const { clientMessenger } = require('./harness-errors.js');
 const { hold, holding } = require('./keep-alive.js');
 
-const OPTION_NAMES = new Set([
-  'agent',
-  'sandboxes',
-  'store',
-  'idleTimeoutMs',
-  'closeSuspendedAfterMs',
-  'turnTimeoutMs',
-  'windDownMs',
-  'suspendIdleWhenFull',
-  'approve',
-  'generateId',
-  'errorMessage',
-  'onError',
-  'reconnectBufferChunks',
-]);
+/** The options that are functions: JavaScript's to check and keep. */
+const FUNCTION_OPTIONS = ['agent', 'approve', 'generateId', 'errorMessage', 'onError'];
 
+/**
+ * Checks what only JavaScript can see of the options (the functions, the store and the
+ * sandboxes' `acquire`); gives them with `settings`, the data options as JSON for the engine,
+ * which checks them and refuses any option it does not know.
+ */
 function checkOptions(given) {
-  const options = plain(given, 'options', [...OPTION_NAMES], { refuseOthers: true });
   need(given !== undefined, 'options', 'createSessionManager() takes an options object');
-  need(typeof options.agent === 'function', 'agent', 'agent must be a function ({ id, metadata }) => SessionAgent');
-  const sandboxes = options.sandboxes;
+  const { sandboxes, store, ...rest } = fields(given, 'options');
+  const functions = {};
+  for (const name of FUNCTION_OPTIONS) {
+    functions[name] = rest[name];
+    delete rest[name];
+  }
+  need(typeof functions.agent === 'function', 'agent', 'agent must be a function ({ id, metadata }) => SessionAgent');
+  for (const name of FUNCTION_OPTIONS.slice(1)) {
+    need(functions[name] === undefined || typeof functions[name] === 'function', name, `${name} must be a function`);
+  }
   need(sandboxes !== null && typeof sandboxes === 'object', 'sandboxes', 'sandboxes must be a SessionSandboxes: sharedSandbox(), sandboxPerSession() or your own');
   const { acquire, capacity } = plain(sandboxes, 'sandboxes', ['acquire', 'capacity']);
   need(typeof acquire === 'function', 'sandboxes.acquire', 'sandboxes.acquire must be a function');
-  need(
-    capacity === undefined || (Number.isInteger(capacity) && capacity >= 1 && capacity <= 0xffffffff),
-    'sandboxes.capacity',
-    'sandboxes.capacity must be a whole number, one or more',
-  );
-  for (const name of ['approve', 'generateId', 'errorMessage', 'onError']) {
-    need(options[name] === undefined || typeof options[name] === 'function', name, `${name} must be a function`);
-  }
-  for (const name of ['idleTimeoutMs', 'closeSuspendedAfterMs', 'turnTimeoutMs', 'windDownMs']) checkDuration(options[name], name);
-  need(
-    options.reconnectBufferChunks === undefined ||
-      (Number.isInteger(options.reconnectBufferChunks) && options.reconnectBufferChunks >= 0 && options.reconnectBufferChunks <= 0xffffffff),
-    'reconnectBufferChunks',
-    'reconnectBufferChunks must be a whole number, zero or more',
-  );
-  need(
-    options.suspendIdleWhenFull === undefined || typeof options.suspendIdleWhenFull === 'boolean',
-    'suspendIdleWhenFull',
-    'suspendIdleWhenFull must be a boolean',
-  );
-  const store = options.store;
   need(store === undefined || (store !== null && typeof store === 'object'), 'store', 'store must be a SessionStore');
   if (store !== undefined && store[NATIVE_STORE] === undefined) {
     const methods = plain(store, 'store', ['save', 'get', 'list', 'getResumeState', 'delete']);
@@ -73,7 +51,9 @@ function checkOptions(given) {
       need(typeof f === 'function', `store.${method}`, `store.${method} must be a function`);
     }
   }
-  return { ...options, capacity };
+  const options = data({ ...rest, sandboxes: { capacity } }, '');
+  const settings = json({ options, approves: functions.approve !== undefined }, 'options');
+  return { ...functions, sandboxes, store, reconnectBufferChunks: options.reconnectBufferChunks, settings };
 }
 
 /**
@@ -127,20 +107,11 @@ function createSessionManager(given) {
     } catch {}
   }
 
-  const settings = {
-    idleTimeoutMs: options.idleTimeoutMs,
-    closeSuspendedAfterMs: options.closeSuspendedAfterMs,
-    turnTimeoutMs: options.turnTimeoutMs,
-    windDownMs: options.windDownMs,
-    suspendIdleWhenFull: options.suspendIdleWhenFull,
-    capacity: options.capacity,
-    approves: options.approve !== undefined,
-  };
   manager = translating(
     () =>
       new native.NativeManager(
         host,
-        json(settings, 'options'),
+        options.settings,
         store[NATIVE_STORE] ?? null,
         nativeSandboxes?.native ?? null,
       ),
@@ -231,11 +202,9 @@ function createSessionManager(given) {
     },
     async send(id, options) {
       const { message, prompt, abortSignal, submissionId } = plain(options, 'options', ['message', 'prompt', 'abortSignal', 'submissionId']);
-      need(typeof message === 'string' || (message !== null && typeof message === 'object'), 'message', 'message must be a string or a UIMessage');
-      need(prompt === undefined || typeof prompt === 'string', 'prompt', 'prompt must be a string');
       const turn = turnOptions(options);
       const submission = submissionOf(submissionId, ['send', message, prompt, turn]);
-      const request = { message, prompt, messageId: newId(), replyId: newId(), submission, ...turn };
+      const request = { message: kept(message, 'message'), prompt: kept(prompt, 'prompt'), messageId: newId(), replyId: newId(), submission, ...turn };
       return startTurn(id, abortSignal, turn.output != null, (turnId) =>
         manager.send(id, json({ ...request, turnId }, 'message')),
       );
@@ -248,12 +217,17 @@ function createSessionManager(given) {
         'abortSignal',
         'submissionId',
       ]);
+      // `null` is no message to JSON: told apart from none here, the rest checked by the engine.
       need(message === undefined || (message !== null && typeof message === 'object'), 'message', 'message must be a UIMessage');
-      need(toolApprovalContinuations === undefined || Array.isArray(toolApprovalContinuations), 'toolApprovalContinuations', 'toolApprovalContinuations must be an array');
-      need(toolResultContinuations === undefined || Array.isArray(toolResultContinuations), 'toolResultContinuations', 'toolResultContinuations must be an array');
       const turn = turnOptions(options);
       const submission = submissionOf(submissionId, ['continue', message, toolApprovalContinuations, toolResultContinuations, turn]);
-      const request = { message, toolApprovalContinuations, toolResultContinuations, submission, ...turn };
+      const request = {
+        message,
+        toolApprovalContinuations: kept(toolApprovalContinuations, 'toolApprovalContinuations'),
+        toolResultContinuations: kept(toolResultContinuations, 'toolResultContinuations'),
+        submission,
+        ...turn,
+      };
       return startTurn(id, abortSignal, turn.output != null, (turnId) =>
         manager.continue(id, json({ ...request, turnId }, 'message')),
       );
@@ -261,20 +235,10 @@ function createSessionManager(given) {
     async exec(id, options) {
       checkId(id);
       need(options !== undefined, 'options', 'exec() takes { command, key?, abortSignal?, maxOutputBytes? }');
-      const { command, key, abortSignal, maxOutputBytes } = plain(options, 'options', [
-        'command',
-        'key',
-        'abortSignal',
-        'maxOutputBytes',
-      ], { refuseOthers: true });
-      need(typeof command === 'string' && command.trim().length > 0, 'command', 'command must be a non-empty string');
-      need(key === undefined || (typeof key === 'string' && key.length > 0), 'key', 'key must be a non-empty string');
+      // The signal is JavaScript's; the engine checks the rest (and refuses an option it does not know).
+      const { abortSignal, ...rest } = fields(options, 'options');
       need(abortSignal === undefined || abortSignal instanceof AbortSignal, 'abortSignal', 'abortSignal must be an AbortSignal');
-      need(
-        maxOutputBytes === undefined || (Number.isSafeInteger(maxOutputBytes) && maxOutputBytes >= 0),
-        'maxOutputBytes',
-        'maxOutputBytes must be a whole number of bytes, zero or more',
-      );
+      const execOptions = data(rest, '');
       abortSignal?.throwIfAborted();
       const execId = turns.reserve();
       const cut = () => manager.cancelWaiting(execId);
@@ -284,7 +248,7 @@ function createSessionManager(given) {
         abortSignal.addEventListener('abort', cut, { once: true });
       }
       try {
-        const request = { execId, command, key, maxOutputBytes };
+        const request = { execId, options: execOptions };
         return JSON.parse(await holding(manager.exec(id, json(request, 'options'))));
       } catch (error) {
         if (abortSignal?.aborted && isCutBeforeStart(error)) throw abortSignal.reason;
@@ -420,20 +384,14 @@ class Preparing {
 
 /**
  * The options of one turn `send()` and `continue()` may be given (`instructionAddendum`,
- * `limits: { maxSteps?, timeoutMs? }`, `output: { schema, name?, description? }`): read here,
- * checked by the engine (`output` wholly: its shape and its schema).
+ * `limits: { maxSteps?, timeoutMs? }`, `output: { schema, name?, description? }`): read here as
+ * plain data, checked by the engine (`output` wholly: its shape and its schema).
  */
 function turnOptions(options) {
   const read = plain(options, 'options', ['instructionAddendum', 'limits', 'output']);
-  const { instructionAddendum, limits } = read;
   // As JSON here, so that what is not JSON is named `output`; its shape is checked by the engine.
   const output = read.output === undefined ? undefined : JSON.parse(json(read.output, 'output'));
-  need(instructionAddendum === undefined || typeof instructionAddendum === 'string', 'instructionAddendum', 'instructionAddendum must be a string');
-  if (limits === undefined) return { instructionAddendum, output };
-  const { maxSteps, timeoutMs } = plain(limits, 'limits', ['maxSteps', 'timeoutMs'], { refuseOthers: true });
-  need(maxSteps === undefined || (Number.isSafeInteger(maxSteps) && maxSteps >= 1), 'limits.maxSteps', 'limits.maxSteps must be a whole number, one or more');
-  checkDuration(timeoutMs, 'limits.timeoutMs');
-  return { instructionAddendum, limits: { maxSteps, timeoutMs }, output };
+  return { instructionAddendum: data(read.instructionAddendum, 'instructionAddendum'), limits: data(read.limits, 'limits'), output };
 }
 
 /** Whether `error` (from the native manager) is a command or message its caller cut before it started. */

@@ -18,128 +18,48 @@
  * files cross from Rust in batches (up to 1 MiB each) and are enqueued into web `ReadableStream`s.
  */
 
-const { resolve } = require('node:path');
 const binding = require('./native.js');
 const { translating, SessionInputError } = require('./errors.js');
+const { data, json } = require('./input.js');
 
 const { NativeSandboxSession, createDockerSandboxProvider, createLocalSandboxProvider } = binding;
 
 /** Bytes gathered from a written stream before they cross to Rust. */
 const WRITE_BATCH = 1024 * 1024;
 
-/**
- * @typedef {object} DockerSandboxOptions
- * @property {string} image The image, on the engine already (built or imported): nothing is pulled unless `pull`.
- * @property {string} [host] The Docker endpoint: `unix:///path/docker.sock`, a socket path, or `tcp://host:port`. Default: `DOCKER_HOST`, then `/var/run/docker.sock`.
- * @property {boolean} [pull] Pull the image when the engine lacks it. Default: false.
- * @property {string} [namePrefix] The start of container names. Default: `harness-sessions-`.
- * @property {string} [name] The name `open()` uses for the shared sandbox. Default: `shared`.
- * @property {string} [user] The user commands run as, numeric `uid:gid`. Default: `1000:1000`.
- * @property {string} [workingDirectory] Default: `/workspace`.
- * @property {string} [home] The user's HOME. Default: `/home/sandbox`.
- * @property {number[]} [ports] Ports of each sandbox (host networking, reached on 127.0.0.1; a process binding
- *   0.0.0.0 is also reachable on the host's other interfaces unless a firewall closes them). Default: none, and no network.
- * @property {Record<string, string>} [env] Environment of the container.
- * @property {number} [cpus] Default: 1.
- * @property {number | string} [memory] Bytes, or `'512m'`, `'2g'`. Default: `'1g'`.
- * @property {number} [pids] Processes at once. Default: 256.
- * @property {'none' | 'host'} [network] Default: `'none'` without ports, `'host'` with.
- */
-
-/** What each option must be, for a `SessionInputError` naming it before anything reaches Rust. */
+/** The shapes the methods of a session check before their arguments cross to Rust. */
 const is = {
-  string: (v) => typeof v === 'string',
-  boolean: (v) => typeof v === 'boolean',
-  number: (v) => typeof v === 'number' && Number.isFinite(v),
   ports: (v) => Array.isArray(v) && v.every((p) => Number.isInteger(p) && p > 0 && p < 65536),
   env: (v) => v !== null && typeof v === 'object' && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string'),
-  paths: (v) => Array.isArray(v) && v.every((p) => typeof p === 'string' && p.startsWith('/')),
-  memory: (v) => (typeof v === 'number' && Number.isFinite(v) && v > 0) || typeof v === 'string',
-};
-const DOCKER_OPTIONS = {
-  image: ['string', 'the name of a Docker image'],
-  host: ['string', 'a Docker endpoint (unix:///path, or a socket path)'],
-  pull: ['boolean', 'a boolean'],
-  namePrefix: ['string', 'a string'],
-  name: ['string', 'a string'],
-  user: ['string', 'a user (uid:gid or a name)'],
-  workingDirectory: ['string', 'an absolute path'],
-  home: ['string', 'an absolute path'],
-  ports: ['ports', 'an array of port numbers'],
-  env: ['env', 'an object of strings'],
-  cpus: ['number', 'a number of CPUs'],
-  memory: ['memory', 'a number of bytes or a size such as "512m"'],
-  pids: ['number', 'a number of processes'],
-  network: ['string', '"none" or "host"'],
-};
-const LOCAL_OPTIONS = {
-  root: ['string', 'the path of a folder'],
-  ports: ['ports', 'an array of port numbers'],
-  env: ['env', 'an object of strings'],
-  inheritEnv: ['boolean', 'a boolean'],
-  allowedPaths: ['paths', 'an array of absolute paths'],
-  name: ['string', 'a string'],
 };
 
-function checkOptions(options, shape, what) {
-  if (options === undefined) return;
-  if (options === null || typeof options !== 'object') {
-    throw new SessionInputError({ path: 'options', message: `${what}() takes an options object` });
-  }
-  for (const [key, value] of Object.entries(options)) {
-    const rule = shape[key];
-    if (rule === undefined) {
-      throw new SessionInputError({ path: key, message: `${key} is not an option of ${what}()` });
-    }
-    if (value !== undefined && !is[rule[0]](value)) {
-      throw new SessionInputError({ path: key, message: `${key} must be ${rule[1]}` });
-    }
-  }
+/** The options of a provider as JSON, for Rust to check (`src/binding/sandbox.rs`). */
+function optionsJson(options) {
+  return json(data(options === undefined ? {} : options, ''), 'options');
 }
 
 /**
  * A Docker sandbox provider, also the `open` of `sharedSandbox()`.
- * @param {DockerSandboxOptions} options
+ * @param {import('../index').DockerSandboxOptions} options (described in index.d.ts, checked in Rust)
  */
 function dockerSandbox(options) {
-  checkOptions(options, DOCKER_OPTIONS, 'dockerSandbox');
-  const { name, ...rest } = options ?? {};
-  const native = translating(() => createDockerSandboxProvider(rest));
-  return provider(native, name ?? 'shared');
+  return provider(translating(() => createDockerSandboxProvider(optionsJson(options))));
 }
-
-/**
- * @typedef {object} LocalSandboxOptions
- * @property {string} root The folder that holds one folder per session (created at the first session;
- *   a relative path is resolved against the working directory now). Commands run
- *   on this host as the server's user: the file API is confined to the session's folder, processes are not.
- * @property {number[]} [ports] Ports of each session: this host's, on 127.0.0.1.
- * @property {Record<string, string>} [env] Environment of every command.
- * @property {boolean} [inheritEnv] Pass this process's whole environment (its secrets too). Default: false.
- * @property {string[]} [allowedPaths] Folders of this host besides the session's that the file API reaches
- *   (shared by every session; where harnesses bootstrap). Default: `['/tmp/harness']`.
- * @property {string} [name] The name `open()` uses for the shared sandbox. Default: `shared`.
- */
 
 /**
  * A local sandbox provider: processes on this host, without isolation.
- * @param {LocalSandboxOptions} options
+ * @param {import('../index').LocalSandboxOptions} options (described in index.d.ts, checked in Rust)
  */
 function localSandbox(options) {
-  checkOptions(options, LOCAL_OPTIONS, 'localSandbox');
-  const { name, ...rest } = options ?? {};
-  // A relative root is the working directory's, as with any path a Node API takes.
-  if (typeof rest.root === 'string' && rest.root !== '' && !rest.root.includes('\0')) rest.root = resolve(rest.root);
-  const native = translating(() => createLocalSandboxProvider(rest));
-  return provider(native, name ?? 'shared');
+  return provider(translating(() => createLocalSandboxProvider(optionsJson(options))));
 }
 
-function provider(native, defaultName) {
+function provider(native) {
   /** Finds the sandbox `name` again, or creates it. */
   const open = async (openOptions) => {
     const { name, abortSignal } = optionsOf(openOptions, 'open', true);
     stringAt(name, 'name', true);
-    return settle(abortSignal, () => native.open(name ?? defaultName), (session) => session.stop());
+    return settle(abortSignal, () => native.open(name ?? null), (session) => session.stop());
   };
   Object.defineProperties(open, {
     specificationVersion: { value: 'harness-sandbox-v1', enumerable: true },

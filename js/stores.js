@@ -5,9 +5,8 @@
  * manager, given one, uses the native store directly.
  */
 
-const { resolve } = require('node:path');
 const native = require('./native.js');
-const { fromNative, SessionInputError } = require('./errors.js');
+const { fromNative, translating, SessionInputError } = require('./errors.js');
 const { checkId, json: toJson, need, plain } = require('./input.js');
 const { Summaries } = require('./summaries.js');
 
@@ -126,16 +125,16 @@ function readKey(key, path) {
  * Sessions kept in a SQLite file, across restarts: WAL, `synchronous=FULL`, the file created with
  * mode 0600 (its missing parent folders with mode 0700), the resume state apart and only while a
  * session is suspended, encrypted when a key is given (`encryptionKey`, else the
- * `HARNESS_SESSIONS_ENCRYPTION_KEY` environment variable). A relative `path` is resolved against
- * the working directory now; the file is opened at the first use of the store (or of the manager
+ * `HARNESS_SESSIONS_ENCRYPTION_KEY` environment variable). A relative `path` is resolved (by the
+ * engine) against the working directory now; the file is opened at the first use of the store (or of the manager
  * given it), so that creating one at the top level of a module touches no file.
  */
 function createSqliteSessionStore(options) {
   need(options !== undefined, 'options', 'createSqliteSessionStore() takes { path, encryptionKey? }');
   const { path, encryptionKey } = plain(options, 'options', ['path', 'encryptionKey']);
-  if (typeof path !== 'string' || path.length === 0 || !path.isWellFormed() || path.includes('\0')) {
-    throw new SessionInputError({ path: 'path', message: 'path must be the path of a file' });
-  }
+  // Only its type and well-formedness here (a lone surrogate would reach Rust changed): the
+  // engine refuses an empty path or a NUL, and resolves a relative one.
+  need(typeof path === 'string' && path.isWellFormed(), 'path', 'path must be the path of a file');
   // An empty variable is no key; an empty option is a mistake, never encryption turned off.
   const fromEnvironment = process.env[KEY_VARIABLE];
   const key =
@@ -144,7 +143,7 @@ function createSqliteSessionStore(options) {
       : fromEnvironment === undefined || fromEnvironment === ''
         ? null
         : readKey(fromEnvironment, KEY_VARIABLE);
-  return wrap(translating(() => native.NativeStore.sqlite(resolve(path), key)));
+  return wrap(translating(() => native.NativeStore.sqlite(path, key)));
 }
 
 module.exports = { createMemorySessionStore, createSqliteSessionStore, NATIVE_STORE, wrap };

@@ -20,18 +20,13 @@ const { isNativeSandboxSession } = require('./sandbox.js');
 const { Handles } = require('./handles.js');
 const { dispatcher } = require('./host.js');
 const { holding } = require('./keep-alive.js');
+const { data, fields, json } = require('./input.js');
 
 /** The native strategy behind a strategy object, and how to find the sandboxes it hands out. */
 const NATIVE_SANDBOXES = Symbol.for('harness-sessions.native-sandboxes');
 
 function need(condition, path, message) {
   if (!condition) throw new SessionInputError({ path, message });
-}
-
-function checkNames(options, names, what) {
-  for (const name of Object.keys(options)) {
-    need(names.includes(name), name, `${name} is not an option of ${what}`);
-  }
 }
 
 /**
@@ -118,16 +113,9 @@ function strategyObject(native, handles, signals) {
   return strategy;
 }
 
-/** JSON text of the options Rust reads, or a `SessionInputError` naming what is not JSON. */
+/** JSON text of the data options, for Rust to check (and to refuse the options it does not know). */
 function optionsJson(options) {
-  for (const [name, value] of Object.entries(options)) {
-    try {
-      JSON.stringify(value);
-    } catch (error) {
-      throw new SessionInputError({ path: name, message: `${name} must be JSON: ${error.message}` });
-    }
-  }
-  return JSON.stringify(options);
+  return json(data(options, ''), 'options');
 }
 
 /**
@@ -138,8 +126,7 @@ function optionsJson(options) {
  */
 function sharedSandbox(options) {
   need(options !== null && typeof options === 'object', 'options', 'sharedSandbox() takes { open, ports, stopWhenUnused? }');
-  checkNames(options, ['open', 'ports', 'stopWhenUnused'], 'sharedSandbox()');
-  const { open, ports, stopWhenUnused } = options;
+  const { open, ...rest } = fields(options, 'options');
   const handles = new Handles('sandbox handle');
   let native;
   const { give, ops } = sandboxOps(handles, () => native);
@@ -159,7 +146,7 @@ function sharedSandbox(options) {
     return give(view, 'fork()');
   };
   try {
-    native = binding.createSharedSandbox(dispatcher(ops, 'the sandbox strategy'), optionsJson({ ports, stopWhenUnused }));
+    native = binding.createSharedSandbox(dispatcher(ops, 'the sandbox strategy'), optionsJson(rest));
   } catch (error) {
     const thrown = fromNative(error);
     if (SessionInputError.isInstance(thrown) && thrown.path === 'ports') throw new TypeError(thrown.message);
@@ -185,8 +172,7 @@ function sharedSandbox(options) {
 function sandboxPerSession(options) {
   if (typeof options === 'function' && options.nativeProvider !== undefined) options = { provider: options };
   need(options !== null && typeof options === 'object', 'options', 'sandboxPerSession() takes { create, resume?, maxSessions? } or { provider, maxSessions? }');
-  checkNames(options, ['create', 'resume', 'provider', 'maxSessions'], 'sandboxPerSession()');
-  let { create, resume, provider, maxSessions } = options;
+  let { create, resume, provider, ...rest } = fields(options, 'options');
   let nativeProvider = null;
   if (provider !== undefined) {
     need(create === undefined && resume === undefined, 'provider', 'give either provider, or create and resume, not both');
@@ -218,7 +204,7 @@ function sandboxPerSession(options) {
     return sandbox == null ? null : give(sandbox, 'resume()');
   };
   try {
-    native = binding.createSandboxPerSession(dispatcher(ops, 'the sandbox strategy'), optionsJson({ maxSessions }), nativeProvider);
+    native = binding.createSandboxPerSession(dispatcher(ops, 'the sandbox strategy'), optionsJson(rest), nativeProvider);
   } catch (error) {
     throw fromNative(error);
   }

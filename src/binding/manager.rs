@@ -5,7 +5,6 @@
 //! that only queues the text for the engine, so that the hot path does no work on Node's thread.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use napi::bindgen_prelude::{Function, Promise};
 use napi::threadsafe_function::ThreadsafeFunction;
@@ -22,6 +21,7 @@ use super::store::NativeStore;
 use super::strategies::NativeSessionSandboxes;
 use crate::engine::agent::{TurnEnd, TurnFailure, TurnReport};
 use crate::engine::error::{Result, SessionError};
+use crate::engine::input::{self, Bytes, Count, Flag, Millis};
 use crate::engine::manager::{
     turn_options, ContinueRequest, ExecRequest, ManagerOptions, Seams, SendRequest, SessionManager,
     SubmissionAsk, DEFAULT_MAX_OUTPUT_BYTES,
@@ -37,83 +37,66 @@ type MetadataChange = ThreadsafeFunction<String, Promise<Option<String>>, String
 const CHANGE_THREW: &str = "update()'s function of the metadata threw";
 
 /// The options `index.js` passes, as JSON, once the functions are taken out.
+/// What `js/manager.js` passes: the data options of `createSessionManager()` (the functions
+/// taken out, `sandboxes` as `{ capacity }`), and whether it was given `approve`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Settings {
+    options: Value,
+    approves: bool,
+}
+
+/// The data options of `createSessionManager()`: each checked here, once.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Options {
-    idle_timeout_ms: Option<Value>,
-    close_suspended_after_ms: Option<Value>,
-    turn_timeout_ms: Option<Value>,
-    wind_down_ms: Option<Value>,
-    suspend_idle_when_full: Option<Value>,
-    capacity: Option<Value>,
-    approves: bool,
-    checkpoint_interval_ms: Option<Value>,
+    #[serde(default, deserialize_with = "input::present")]
+    idle_timeout_ms: Option<Millis>,
+    #[serde(default, deserialize_with = "input::present")]
+    close_suspended_after_ms: Option<Millis>,
+    #[serde(default, deserialize_with = "input::present")]
+    turn_timeout_ms: Option<Millis>,
+    #[serde(default, deserialize_with = "input::present")]
+    wind_down_ms: Option<Millis>,
+    #[serde(default, deserialize_with = "input::present")]
+    suspend_idle_when_full: Option<Flag>,
+    /// Used by `js/turns.js`; checked here with the others.
+    #[allow(dead_code)]
+    #[serde(default, deserialize_with = "input::present")]
+    reconnect_buffer_chunks: Option<Count<0>>,
+    #[serde(default, deserialize_with = "input::present")]
+    sandboxes: Option<SandboxesOptions>,
 }
 
-/// A duration option: a finite number of milliseconds, zero or more.
-fn duration(value: Option<Value>, name: &str) -> Result<Option<Duration>> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => match n.as_f64() {
-            Some(ms) if (0.0..=1e15).contains(&ms) => {
-                Ok(Some(Duration::from_micros((ms * 1000.0) as u64)))
-            }
-            _ => Err(SessionError::input(
-                name,
-                format!("{name} must be a number of milliseconds, zero or more"),
-            )),
-        },
-        Some(_) => Err(SessionError::input(
-            name,
-            format!("{name} must be a number of milliseconds"),
-        )),
-    }
+/// What the manager reads of its `sandboxes`, besides `acquire`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SandboxesOptions {
+    #[serde(default, deserialize_with = "input::present")]
+    capacity: Option<Count<1>>,
 }
 
 fn read_options(json: &str) -> Result<(ManagerOptions, Option<u32>, bool)> {
-    let options: Options = serde_json::from_str(json)
-        .map_err(|e| SessionError::input("options", format!("options are not valid: {e}")))?;
-    let mut manager = ManagerOptions {
-        idle_timeout: duration(options.idle_timeout_ms, "idleTimeoutMs")?,
-        close_suspended_after: duration(options.close_suspended_after_ms, "closeSuspendedAfterMs")?,
-        turn_timeout: duration(options.turn_timeout_ms, "turnTimeoutMs")?,
-        ..ManagerOptions::default()
+    let settings: Settings = input::read_json(json, "options", "createSessionManager()")?;
+    let options: Options = input::read(settings.options, "options", "createSessionManager()")?;
+    let defaults = ManagerOptions::default();
+    let manager = ManagerOptions {
+        idle_timeout: options.idle_timeout_ms.map(|Millis(d)| d),
+        close_suspended_after: options.close_suspended_after_ms.map(|Millis(d)| d),
+        turn_timeout: options.turn_timeout_ms.map(|Millis(d)| d),
+        wind_down: options
+            .wind_down_ms
+            .map_or(defaults.wind_down, |Millis(d)| d),
+        suspend_idle_when_full: options
+            .suspend_idle_when_full
+            .map_or(defaults.suspend_idle_when_full, |Flag(flag)| flag),
+        ..defaults
     };
-    match options.suspend_idle_when_full {
-        None | Some(Value::Null) => {}
-        Some(Value::Bool(value)) => manager.suspend_idle_when_full = value,
-        Some(_) => {
-            return Err(SessionError::input(
-                "suspendIdleWhenFull",
-                "suspendIdleWhenFull must be a boolean",
-            ))
-        }
-    }
-    if let Some(wind_down) = duration(options.wind_down_ms, "windDownMs")? {
-        manager.wind_down = wind_down;
-    }
-    if let Some(interval) = duration(options.checkpoint_interval_ms, "checkpointIntervalMs")? {
-        manager.checkpoint_interval = interval.max(Duration::from_millis(1));
-    }
-    let capacity = match options.capacity {
-        None | Some(Value::Null) => None,
-        Some(Value::Number(n)) => match n.as_u64() {
-            Some(c) if (1..=u64::from(u32::MAX)).contains(&c) => Some(c as u32),
-            _ => {
-                return Err(SessionError::input(
-                    "sandboxes.capacity",
-                    "sandboxes.capacity must be a whole number, one or more",
-                ))
-            }
-        },
-        Some(_) => {
-            return Err(SessionError::input(
-                "sandboxes.capacity",
-                "sandboxes.capacity must be a number",
-            ))
-        }
-    };
-    Ok((manager, capacity, options.approves))
+    let capacity = options
+        .sandboxes
+        .and_then(|sandboxes| sandboxes.capacity)
+        .map(|Count(capacity)| capacity);
+    Ok((manager, capacity, settings.approves))
 }
 
 /// Parses a JSON argument, naming it when it is not what it should be.
@@ -139,11 +122,16 @@ struct ImportArgs {
 #[serde(rename_all = "camelCase")]
 struct SendArgs {
     turn_id: u64,
+    /// Absent, it is refused as any message that is neither text nor a `UIMessage`.
+    #[serde(default)]
     message: Value,
+    #[serde(default, deserialize_with = "input::present")]
     prompt: Option<String>,
     reply_id: String,
     message_id: String,
+    #[serde(default, deserialize_with = "input::present")]
     instruction_addendum: Option<Value>,
+    #[serde(default, deserialize_with = "input::present")]
     limits: Option<Value>,
     output: Option<Value>,
     #[serde(default)]
@@ -171,24 +159,36 @@ impl From<SubmissionArgs> for SubmissionAsk {
 struct ContinueArgs {
     turn_id: u64,
     message: Option<Value>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "input::present")]
     tool_approval_continuations: Option<Vec<Value>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "input::present")]
     tool_result_continuations: Option<Vec<Value>>,
+    #[serde(default, deserialize_with = "input::present")]
     instruction_addendum: Option<Value>,
+    #[serde(default, deserialize_with = "input::present")]
     limits: Option<Value>,
     output: Option<Value>,
     #[serde(default)]
     submission: Option<SubmissionArgs>,
 }
 
+/// What `js/manager.js` passes to `exec()`: the number of the command, and its options.
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ExecArgs {
     exec_id: u64,
+    options: Value,
+}
+
+/// The options of `exec()` but `abortSignal`: their rules are the engine's (`exec.rs`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ExecOptions {
     command: String,
+    #[serde(default, deserialize_with = "input::present")]
     key: Option<String>,
-    max_output_bytes: Option<u64>,
+    #[serde(default, deserialize_with = "input::present")]
+    max_output_bytes: Option<Bytes>,
 }
 
 #[derive(Deserialize, Default)]
@@ -218,9 +218,10 @@ impl NativeManager {
         store: Option<&NativeStore>,
         sandboxes: Option<&NativeSessionSandboxes>,
     ) -> napi::Result<NativeManager> {
+        // The options first: bad ones are refused before anything is made.
+        let (options, capacity, approves) = guard_sync(&env, || read_options(&options_json))?;
         let host = Arc::new(Host::new(host)?);
         guard_sync(&env, || {
-            let (options, capacity, approves) = read_options(&options_json)?;
             let feeds = Arc::new(Feeds::default());
             let store: Arc<dyn SessionStore> = match store {
                 Some(store) => store.store(),
@@ -314,7 +315,7 @@ impl NativeManager {
     #[napi]
     pub async fn send(&self, id: String, request_json: String) -> Settled<String> {
         guard(async {
-            let args: SendArgs = argument(&request_json, "options")?;
+            let args: SendArgs = input::read_json(&request_json, "options", "send()")?;
             let started = self
                 .manager
                 .send(
@@ -342,7 +343,7 @@ impl NativeManager {
     #[napi(js_name = "continue")]
     pub async fn continue_turn(&self, id: String, request_json: String) -> Settled<String> {
         guard(async {
-            let args: ContinueArgs = argument(&request_json, "options")?;
+            let args: ContinueArgs = input::read_json(&request_json, "options", "continue()")?;
             let started = self
                 .manager
                 .continue_turn(
@@ -369,15 +370,18 @@ impl NativeManager {
     pub async fn exec(&self, id: String, request_json: String) -> Settled<String> {
         guard(async {
             let args: ExecArgs = argument(&request_json, "options")?;
+            let options: ExecOptions = input::read(args.options, "options", "exec()")?;
             let result = self
                 .manager
                 .exec(
                     &id,
                     ExecRequest {
                         exec_id: args.exec_id,
-                        command: args.command,
-                        key: args.key,
-                        max_output_bytes: args.max_output_bytes.unwrap_or(DEFAULT_MAX_OUTPUT_BYTES),
+                        command: options.command,
+                        key: options.key,
+                        max_output_bytes: options
+                            .max_output_bytes
+                            .map_or(DEFAULT_MAX_OUTPUT_BYTES, |Bytes(bytes)| bytes),
                     },
                 )
                 .await?;

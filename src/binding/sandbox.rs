@@ -18,66 +18,109 @@
 #[path = "sandbox_stream.rs"]
 mod stream;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Buffer, Either};
+use napi::bindgen_prelude::Buffer;
 use napi::Env;
 use napi_derive::napi;
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+use serde_json::Value;
 
 use super::error::{guard, guard_sync, Settled};
 use crate::engine::error::SessionError;
+use crate::engine::input::{self, Count, Flag, Number, Port};
 use crate::engine::sandbox::docker::{self, DockerSandbox, DockerSandboxOptions, NetworkMode};
 use crate::engine::sandbox::local::{LocalSandbox, LocalSandboxOptions};
 use crate::engine::sandbox::{Command, ForkOptions, PortProtocol, SandboxProvider, SandboxSession};
 pub(crate) use stream::{NativeFileReader, NativeFileWriter, NativeSandboxProcess};
 
-/// The options of `dockerSandbox()`, as JavaScript gives them.
-#[napi(object)]
-pub struct DockerSandboxInit {
-    /// The image, present on the engine.
-    pub image: Option<String>,
-    /// The Docker endpoint: `unix:///path`, a socket path or `tcp://host:port`.
-    pub host: Option<String>,
-    /// Pull the image when the engine does not have it.
-    pub pull: Option<bool>,
-    /// The start of every container name.
-    pub name_prefix: Option<String>,
-    /// The user commands run as, `uid:gid`.
-    pub user: Option<String>,
-    /// The default working directory.
-    pub working_directory: Option<String>,
-    /// The user's home directory.
-    pub home: Option<String>,
-    /// The ports of each sandbox.
-    pub ports: Option<Vec<u32>>,
-    /// Variables in the environment of the container.
-    pub env: Option<HashMap<String, String>>,
-    /// CPUs the container may use.
-    pub cpus: Option<f64>,
-    /// Memory: bytes, or a size such as `"512m"`.
-    pub memory: Option<Either<f64, String>>,
-    /// Processes the container may run at once.
-    pub pids: Option<f64>,
-    /// `"none"` or `"host"`.
-    pub network: Option<String>,
+/// The options of `dockerSandbox()`, as `js/sandbox.js` passes them (JSON): their types checked
+/// here, their rules by [`DockerSandbox::new`].
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DockerSandboxInit {
+    #[serde(default, deserialize_with = "input::present")]
+    image: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
+    host: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
+    pull: Option<Flag>,
+    #[serde(default, deserialize_with = "input::present")]
+    name_prefix: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
+    name: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
+    user: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
+    working_directory: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
+    home: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
+    ports: Option<Vec<Port>>,
+    #[serde(default, deserialize_with = "input::present")]
+    env: Option<BTreeMap<String, String>>,
+    #[serde(default, deserialize_with = "input::present")]
+    cpus: Option<Number>,
+    #[serde(default, deserialize_with = "input::present")]
+    memory: Option<Memory>,
+    #[serde(default, deserialize_with = "input::present")]
+    pids: Option<Count<1>>,
+    #[serde(default, deserialize_with = "input::present")]
+    network: Option<Network>,
 }
 
-/// The options of `localSandbox()`, as JavaScript gives them.
-#[napi(object)]
-pub struct LocalSandboxInit {
-    /// The folder that holds one folder per session.
-    pub root: Option<String>,
-    /// The ports of each session (this host's, on 127.0.0.1).
-    pub ports: Option<Vec<u32>>,
-    /// Variables in the environment of every command.
-    pub env: Option<HashMap<String, String>>,
-    /// Pass this process's whole environment to commands.
-    pub inherit_env: Option<bool>,
-    /// Folders besides the session's that the file API reaches. Default: `["/tmp/harness"]`.
-    pub allowed_paths: Option<Vec<String>>,
+/// A memory size: bytes, or a size such as `"512m"` ([`docker::parse_memory`]).
+struct Memory(i64);
+
+impl<'de> Deserialize<'de> for Memory {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::Number(n) => {
+                input::by_rule(docker::memory_from_bytes(n.as_f64().unwrap_or(f64::NAN)))
+            }
+            Value::String(text) => input::by_rule(docker::parse_memory(&text)),
+            _ => Err(de::Error::custom(
+                "must be a number of bytes or a size such as \"512m\"",
+            )),
+        }
+        .map(Memory)
+    }
 }
+
+/// `"none"` or `"host"` ([`NetworkMode::parse`]).
+struct Network(NetworkMode);
+
+impl<'de> Deserialize<'de> for Network {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mode = String::deserialize(deserializer)?;
+        input::by_rule(NetworkMode::parse(&mode)).map(Network)
+    }
+}
+
+/// The options of `localSandbox()`, as `js/sandbox.js` passes them (JSON): their types checked
+/// here, their rules by [`LocalSandbox::new`].
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LocalSandboxInit {
+    #[serde(default, deserialize_with = "input::present")]
+    root: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
+    ports: Option<Vec<Port>>,
+    #[serde(default, deserialize_with = "input::present")]
+    env: Option<BTreeMap<String, String>>,
+    #[serde(default, deserialize_with = "input::present")]
+    inherit_env: Option<Flag>,
+    #[serde(default, deserialize_with = "input::present")]
+    allowed_paths: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "input::present")]
+    name: Option<String>,
+}
+
+/// The name `open()` uses when it is given none.
+const SHARED_NAME: &str = "shared";
 
 /// A command, as `run` and `spawn` take it.
 #[napi(object)]
@@ -135,54 +178,41 @@ fn ports_from(ports: Option<Vec<u32>>, at: &str) -> Result<Vec<u16>, SessionErro
         .collect()
 }
 
+fn docker_options(init: DockerSandboxInit) -> DockerSandboxOptions {
+    let defaults = DockerSandboxOptions::default();
+    DockerSandboxOptions {
+        image: init.image.unwrap_or_default(),
+        host: init.host,
+        pull: init.pull.is_some_and(|Flag(pull)| pull),
+        name_prefix: init.name_prefix.unwrap_or(defaults.name_prefix),
+        user: init.user.unwrap_or(defaults.user),
+        working_directory: init.working_directory.unwrap_or(defaults.working_directory),
+        home: init.home.unwrap_or(defaults.home),
+        ports: init.ports.map(input::ports).unwrap_or_default(),
+        env: init.env.unwrap_or_default().into_iter().collect(),
+        cpus: init.cpus.map_or(defaults.cpus, |Number(cpus)| cpus),
+        memory_bytes: init
+            .memory
+            .map_or(defaults.memory_bytes, |Memory(bytes)| bytes),
+        pids_limit: init
+            .pids
+            .map_or(defaults.pids_limit, |Count(pids)| i64::from(pids)),
+        network: init.network.map(|Network(mode)| mode),
+    }
+}
+
 fn sorted_env(env: Option<HashMap<String, String>>) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = env.unwrap_or_default().into_iter().collect();
     env.sort();
     env
 }
 
-fn docker_options(init: DockerSandboxInit) -> Result<DockerSandboxOptions, SessionError> {
-    let defaults = DockerSandboxOptions::default();
-    let memory_bytes = match init.memory {
-        None => defaults.memory_bytes,
-        Some(Either::A(bytes)) => docker::memory_from_bytes(bytes)?,
-        Some(Either::B(text)) => docker::parse_memory(&text)?,
-    };
-    let pids_limit = match init.pids {
-        None => defaults.pids_limit,
-        Some(pids) if pids.fract() == 0.0 && (1.0..=4_194_304.0).contains(&pids) => pids as i64,
-        Some(pids) => {
-            return Err(SessionError::input(
-                "pids",
-                format!("pids: {pids} is not a number of processes."),
-            ))
-        }
-    };
-    Ok(DockerSandboxOptions {
-        image: init.image.unwrap_or_default(),
-        host: init.host,
-        pull: init.pull.unwrap_or(false),
-        name_prefix: init.name_prefix.unwrap_or(defaults.name_prefix),
-        user: init.user.unwrap_or(defaults.user),
-        working_directory: init.working_directory.unwrap_or(defaults.working_directory),
-        home: init.home.unwrap_or(defaults.home),
-        ports: ports_from(init.ports, "ports")?,
-        env: sorted_env(init.env),
-        cpus: init.cpus.unwrap_or(defaults.cpus),
-        memory_bytes,
-        pids_limit,
-        network: init
-            .network
-            .as_deref()
-            .map(NetworkMode::parse)
-            .transpose()?,
-    })
-}
-
 /// A provider of sandboxes: Docker containers, or local folders.
 #[napi]
 pub struct NativeSandboxProvider {
     inner: Arc<dyn SandboxProvider>,
+    /// The name `open()` uses when it is given none: the `name` option, or `shared`.
+    shared_name: String,
 }
 
 impl NativeSandboxProvider {
@@ -193,47 +223,55 @@ impl NativeSandboxProvider {
     }
 }
 
-/// The provider of `dockerSandbox(options)`. Reaches no engine until a session is created.
+/// The provider of `dockerSandbox(options)` (its options as JSON). Reaches no engine until a
+/// session is created.
 #[napi]
 pub fn create_docker_sandbox_provider(
     env: Env,
-    options: DockerSandboxInit,
+    options_json: String,
 ) -> napi::Result<NativeSandboxProvider> {
     guard_sync(&env, || {
-        let inner = DockerSandbox::new(docker_options(options)?)?;
+        let init: DockerSandboxInit =
+            input::read_json(&options_json, "options", "dockerSandbox()")?;
+        let shared_name = init.name.clone().unwrap_or_else(|| SHARED_NAME.to_owned());
+        let inner = DockerSandbox::new(docker_options(init))?;
         Ok(NativeSandboxProvider {
             inner: Arc::new(inner),
+            shared_name,
         })
     })
 }
 
-/// The provider of `localSandbox(options)`.
+/// The provider of `localSandbox(options)` (its options as JSON); a relative `root` is resolved
+/// against the working directory now.
 #[napi]
 pub fn create_local_sandbox_provider(
     env: Env,
-    options: LocalSandboxInit,
+    options_json: String,
 ) -> napi::Result<NativeSandboxProvider> {
     guard_sync(&env, || {
-        let root = options
-            .root
-            .filter(|root| !root.is_empty())
-            .ok_or_else(|| {
-                SessionError::input(
-                    "root",
-                    "root: give the folder that holds the sessions' folders.",
-                )
-            })?;
+        let init: LocalSandboxInit = input::read_json(&options_json, "options", "localSandbox()")?;
+        let root = init.root.filter(|root| !root.is_empty()).ok_or_else(|| {
+            SessionError::input(
+                "root",
+                "root: give the folder that holds the sessions' folders.",
+            )
+        })?;
+        let root = std::path::absolute(&root).map_err(|e| {
+            SessionError::input("root", format!("root: {root:?} is not a path: {e}."))
+        })?;
         let inner = LocalSandbox::new(LocalSandboxOptions {
-            root: PathBuf::from(root),
-            ports: ports_from(options.ports, "ports")?,
-            env: sorted_env(options.env),
-            inherit_env: options.inherit_env.unwrap_or(false),
-            allowed_paths: options
+            root,
+            ports: init.ports.map(input::ports).unwrap_or_default(),
+            env: init.env.unwrap_or_default().into_iter().collect(),
+            inherit_env: init.inherit_env.is_some_and(|Flag(inherit)| inherit),
+            allowed_paths: init
                 .allowed_paths
                 .map(|paths| paths.into_iter().map(PathBuf::from).collect()),
         })?;
         Ok(NativeSandboxProvider {
             inner: Arc::new(inner),
+            shared_name: init.name.unwrap_or_else(|| SHARED_NAME.to_owned()),
         })
     })
 }
@@ -275,10 +313,12 @@ impl NativeSandboxProvider {
         .await
     }
 
-    /// The sandbox named `name`, found again or created: the sandbox `sharedSandbox()` forks.
+    /// The sandbox named `name` (default: the provider's `name` option, or `shared`), found
+    /// again or created: the sandbox `sharedSandbox()` forks.
     #[napi]
-    pub async fn open(&self, name: String) -> Settled<NativeSandboxSession> {
+    pub async fn open(&self, name: Option<String>) -> Settled<NativeSandboxSession> {
         let inner = self.inner.clone();
+        let name = name.unwrap_or_else(|| self.shared_name.clone());
         guard(async move { inner.open(&name).await.map(NativeSandboxSession::new) }).await
     }
 }

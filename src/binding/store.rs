@@ -114,7 +114,8 @@ impl NativeStore {
         }
     }
 
-    /// A SQLite store in the file at `path` (absolute: `index.js` resolves a relative one), opened
+    /// A SQLite store in the file at `path` (a relative one resolved against the working directory
+    /// now), opened
     /// at its first use: the file created (mode 0600) when missing, with its missing parent
     /// folders (mode 0700); resume states are encrypted with `encryption_key` (32 bytes) when one
     /// is given. A bad path or an old SQLite fails the first call that uses the store.
@@ -125,12 +126,15 @@ impl NativeStore {
         encryption_key: Option<napi::bindgen_prelude::Buffer>,
     ) -> napi::Result<NativeStore> {
         super::error::guard_sync(&env, || {
-            if path.is_empty() {
+            if path.is_empty() || path.contains('\0') {
                 return Err(SessionError::input(
                     "path",
                     "path must be the path of a file",
                 ));
             }
+            let path = std::path::absolute(&path).map_err(|e| {
+                SessionError::input("path", format!("path must be the path of a file: {e}"))
+            })?;
             let encryption_key = match encryption_key {
                 None => None,
                 Some(key) => Some(<[u8; 32]>::try_from(key.as_ref()).map_err(|_| {
@@ -141,7 +145,6 @@ impl NativeStore {
                 encryption_key,
                 ..SqliteStoreOptions::default()
             };
-            let path = std::path::PathBuf::from(path);
             let open: OpenStore = Box::new(move || {
                 let (path, options) = (path.clone(), options.clone());
                 Box::pin(async move {

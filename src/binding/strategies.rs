@@ -38,18 +38,18 @@ use napi::bindgen_prelude::{Function, Promise};
 use napi::Env;
 use napi_derive::napi;
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::error::{guard, guard_sync, Settled};
 use super::host::Host;
 use super::protocol::{HostOp, SandboxGiven};
 use super::sandbox::{NativeSandboxProvider, NativeSandboxSession};
 use crate::engine::error::{Result, SessionError};
+use crate::engine::input::{self, Count, Flag, Port};
 use crate::engine::lease::{Lease, SandboxRef, SessionSandboxes};
 use crate::engine::sandbox::per_session::{ProviderMaker, SandboxMaker, SandboxPerSession};
 use crate::engine::sandbox::shared::{
     HeldSandbox, NativeSandbox, RegisteredSandbox, Registration, SandboxOpener, SandboxRegistry,
-    SharedSandbox, SharedSandboxOptions,
+    SharedSandbox, SharedSandboxOptions, PORTS_MESSAGE,
 };
 use crate::engine::sandbox::SandboxSession;
 
@@ -197,78 +197,38 @@ impl SandboxMaker for JsMaker {
     }
 }
 
-/// The options of `sharedSandbox()` as `js/strategies.js` passes them, functions taken out.
+/// The options of `sharedSandbox()` as `js/strategies.js` passes them, `open` taken out.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct SharedInit {
-    ports: Option<Value>,
-    stop_when_unused: Option<Value>,
+    #[serde(default)]
+    ports: Vec<Port>,
+    #[serde(default, deserialize_with = "input::present")]
+    stop_when_unused: Option<Flag>,
 }
 
-/// The options of `sandboxPerSession()`, functions taken out.
+/// The options of `sandboxPerSession()`, `create`, `resume` and `provider` taken out.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct PerSessionInit {
-    max_sessions: Option<Value>,
+    #[serde(default, deserialize_with = "input::present")]
+    max_sessions: Option<Count<1>>,
 }
 
-fn options<T: serde::de::DeserializeOwned>(json: &str) -> Result<T> {
-    serde_json::from_str(json)
-        .map_err(|e| SessionError::input("options", format!("options are not valid: {e}")))
-}
-
-/// The ports of `sharedSandbox()`: an array of port numbers. Emptiness and repeats are the
-/// engine's to refuse.
-fn read_ports(ports: Option<Value>) -> Result<Vec<u16>> {
-    let Some(Value::Array(ports)) = ports else {
-        return Err(SessionError::input(
-            "ports",
-            crate::engine::sandbox::shared::PORTS_MESSAGE,
-        ));
-    };
-    ports
-        .iter()
-        .enumerate()
-        .map(|(index, port)| {
-            port.as_u64()
-                .and_then(|port| u16::try_from(port).ok())
-                .filter(|port| *port > 0)
-                .ok_or_else(|| {
-                    SessionError::input(
-                        format!("ports[{index}]"),
-                        format!("ports[{index}]: {port} is not a port number (1 to 65535)."),
-                    )
-                })
-        })
-        .collect()
-}
-
-fn read_flag(value: Option<Value>, name: &str) -> Result<bool> {
-    match value {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(flag)) => Ok(flag),
-        Some(_) => Err(SessionError::input(
-            name,
-            format!("{name} must be a boolean."),
-        )),
-    }
-}
-
-fn read_max_sessions(value: Option<Value>) -> Result<Option<u32>> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => match n.as_u64().and_then(|n| u32::try_from(n).ok()) {
-            Some(max) if max >= 1 => Ok(Some(max)),
-            _ => Err(SessionError::input(
-                "maxSessions",
-                "maxSessions must be a whole number, one or more.",
-            )),
-        },
-        Some(_) => Err(SessionError::input(
-            "maxSessions",
-            "maxSessions must be a whole number, one or more.",
-        )),
-    }
+/// The options of `sharedSandbox()`. Ports that are not a list are refused as missing ones are,
+/// with [`PORTS_MESSAGE`]; emptiness and repeats are the engine's to refuse.
+fn shared_options(json: &str) -> Result<SharedSandboxOptions> {
+    let init: SharedInit =
+        input::read_json(json, "options", "sharedSandbox()").map_err(|error| match error {
+            SessionError::Input { path, .. } if path == "ports" => {
+                SessionError::input("ports", PORTS_MESSAGE)
+            }
+            other => other,
+        })?;
+    Ok(SharedSandboxOptions {
+        ports: input::ports(init.ports),
+        stop_when_unused: init.stop_when_unused.is_some_and(|Flag(flag)| flag),
+    })
 }
 
 fn kit(host: Function<'_, String, Promise<String>>) -> napi::Result<Arc<Kit>> {
@@ -290,11 +250,7 @@ pub fn create_shared_sandbox(
 ) -> napi::Result<NativeSessionSandboxes> {
     let kit = kit(host)?;
     guard_sync(&env, || {
-        let init: SharedInit = options(&options_json)?;
-        let options = SharedSandboxOptions {
-            ports: read_ports(init.ports)?,
-            stop_when_unused: read_flag(init.stop_when_unused, "stopWhenUnused")?,
-        };
+        let options = shared_options(&options_json)?;
         let opener = Arc::new(JsOpener { kit: kit.clone() });
         let strategy = SharedSandbox::new(opener, options)?;
         Ok(NativeSessionSandboxes {
@@ -315,8 +271,9 @@ pub fn create_sandbox_per_session(
 ) -> napi::Result<NativeSessionSandboxes> {
     let kit = kit(host)?;
     guard_sync(&env, || {
-        let init: PerSessionInit = options(&options_json)?;
-        let max_sessions = read_max_sessions(init.max_sessions)?;
+        let init: PerSessionInit =
+            input::read_json(&options_json, "options", "sandboxPerSession()")?;
+        let max_sessions = init.max_sessions.map(|Count(max)| max);
         let maker: Arc<dyn SandboxMaker> = match provider {
             Some(provider) => Arc::new(ProviderMaker::new(
                 provider.provider(),

@@ -9,6 +9,7 @@ pub mod agent;
 pub mod client;
 pub mod error;
 pub mod hooks;
+pub mod input;
 pub mod lease;
 pub mod manager;
 pub mod sandbox;

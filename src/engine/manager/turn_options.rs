@@ -5,10 +5,12 @@
 
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::turn_output::{self, OutputSpec};
 use crate::engine::error::{Result, SessionError};
+use crate::engine::input::{self, Count, Millis};
 use crate::engine::ui::UiChunk;
 
 /// The longest addendum, in UTF-8 bytes.
@@ -132,6 +134,26 @@ pub(super) fn starts_step(chunk: &UiChunk) -> bool {
     chunk.type_name() == "start-step"
 }
 
+/// The options of a turn as `send()` and `continue()` are given them.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct TurnInput {
+    #[serde(default, deserialize_with = "input::present")]
+    instruction_addendum: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
+    limits: Option<Limits>,
+}
+
+/// `limits: { maxSteps?, timeoutMs? }`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Limits {
+    #[serde(default, deserialize_with = "input::present")]
+    max_steps: Option<Count<1>>,
+    #[serde(default, deserialize_with = "input::present")]
+    timeout_ms: Option<Millis>,
+}
+
 /// The options of a turn from the JSON `send()` and `continue()` are given: `instructionAddendum`,
 /// `limits: { maxSteps?, timeoutMs? }`, `output: { schema, name?, description? }`.
 ///
@@ -142,67 +164,27 @@ pub fn read(
     limits: Option<Value>,
     output: Option<Value>,
 ) -> Result<TurnOptions> {
-    let instruction_addendum = match addendum {
-        None | Some(Value::Null) => None,
-        Some(Value::String(text)) => Some(text),
-        Some(_) => {
-            return Err(SessionError::input(
-                "instructionAddendum",
-                "instructionAddendum must be a string",
-            ))
-        }
-    };
+    let mut given = serde_json::Map::new();
+    if let Some(addendum) = addendum {
+        given.insert("instructionAddendum".into(), addendum);
+    }
+    if let Some(limits) = limits {
+        given.insert("limits".into(), limits);
+    }
+    let TurnInput {
+        instruction_addendum,
+        limits,
+    } = input::read(Value::Object(given), "options", "a turn")?;
+    let limits = limits.unwrap_or(Limits {
+        max_steps: None,
+        timeout_ms: None,
+    });
     let mut options = TurnOptions {
         instruction_addendum,
+        max_steps: limits.max_steps.map(|Count(max)| max),
+        timeout: limits.timeout_ms.map(|Millis(timeout)| timeout),
         ..TurnOptions::default()
     };
-    match limits {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(limits)) => {
-            for key in limits.keys() {
-                if key != "maxSteps" && key != "timeoutMs" {
-                    return Err(SessionError::input(
-                        format!("limits.{key}"),
-                        format!("limits.{key} is not a limit: maxSteps, timeoutMs"),
-                    ));
-                }
-            }
-            match limits.get("maxSteps") {
-                None | Some(Value::Null) => {}
-                Some(value) => match value.as_u64() {
-                    Some(n) if (1..=u64::from(u32::MAX)).contains(&n) => {
-                        options.max_steps = Some(n as u32)
-                    }
-                    _ => {
-                        return Err(SessionError::input(
-                            "limits.maxSteps",
-                            "limits.maxSteps must be a whole number, one or more",
-                        ))
-                    }
-                },
-            }
-            match limits.get("timeoutMs") {
-                None | Some(Value::Null) => {}
-                Some(value) => match value.as_f64() {
-                    Some(ms) if (0.0..=1e15).contains(&ms) => {
-                        options.timeout = Some(Duration::from_micros((ms * 1000.0) as u64))
-                    }
-                    _ => {
-                        return Err(SessionError::input(
-                            "limits.timeoutMs",
-                            "limits.timeoutMs must be a number of milliseconds, zero or more",
-                        ))
-                    }
-                },
-            }
-        }
-        Some(_) => {
-            return Err(SessionError::input(
-                "limits",
-                "limits must be { maxSteps?, timeoutMs? }",
-            ))
-        }
-    }
     options.check()?;
     options.output = turn_output::read(output)?;
     Ok(options)
@@ -220,6 +202,10 @@ mod tests {
         assert!(read(Some(Value::String(past)), None, None).is_err());
         assert!(read(Some(Value::String("a\0".into())), None, None).is_err());
         assert!(read(Some(json!(3)), None, None).is_err());
+        assert!(
+            read(Some(Value::Null), None, None).is_err(),
+            "null is no addendum"
+        );
     }
 
     #[test]
@@ -232,14 +218,21 @@ mod tests {
         .unwrap();
         assert_eq!(options.max_steps, Some(2));
         assert_eq!(options.timeout, Some(Duration::from_millis(1500)));
-        for bad in [
-            json!({ "maxSteps": 0 }),
-            json!({ "maxSteps": 1.5 }),
-            json!({ "timeoutMs": -1 }),
-            json!({ "other": 1 }),
-            json!(3),
+        for (bad, at) in [
+            (json!({ "maxSteps": 0 }), "limits.maxSteps"),
+            (json!({ "maxSteps": 1.5 }), "limits.maxSteps"),
+            (json!({ "timeoutMs": -1 }), "limits.timeoutMs"),
+            (json!({ "timeoutMs": "NaN" }), "limits.timeoutMs"),
+            (json!({ "other": 1 }), "limits.other"),
+            (json!(3), "limits"),
         ] {
-            assert!(read(None, Some(bad), None).is_err());
+            match read(None, Some(bad.clone()), None) {
+                Err(SessionError::Input { path, message }) => {
+                    assert_eq!(path, at, "{bad}");
+                    assert!(message.starts_with(at), "{message}");
+                }
+                other => panic!("{bad}: {other:?}"),
+            }
         }
     }
 
