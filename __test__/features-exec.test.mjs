@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { HarnessAgent } from '@ai-sdk/harness/agent';
 import {
   SessionConflictError,
@@ -20,7 +20,7 @@ import {
   sharedSandbox,
 } from '../index.js';
 import { createFakeSandbox, createScriptedHarness } from '../testing/index.mjs';
-import { dockerHost, dockerSkipFor, image } from './support/docker.mjs';
+import { dockerHost, dockerSkipFor, image, removeContainers } from './support/docker.mjs';
 import { createDeferred, createFakeAgent, readTurn, sleep, testManager, testSandboxes, until, untilStatus } from './support/sessions.mjs';
 
 const textOf = (message) =>
@@ -245,6 +245,9 @@ describe('exec() with the fake agent', () => {
 // ─── The real HarnessAgent ────────────────────────────────────────────────────────────────────────
 
 const dockerSkip = dockerSkipFor(test);
+// The shared sandbox's container outlives shutdown() (a shared sandbox is kept): removed here.
+const dockerPrefix = `hs-exec-${process.pid}-`;
+after(() => removeContainers(dockerPrefix));
 
 for (const [name, backend, skip] of [
   ['localSandbox()', 'local', false],
@@ -255,7 +258,7 @@ for (const [name, backend, skip] of [
       const dir = mkdtempSync(join(tmpdir(), 'hs-exec-harness-'));
       const provider =
         backend === 'docker'
-          ? dockerSandbox({ image, host: dockerHost, namePrefix: `hs-exec-${process.pid}-`, network: 'host' })
+          ? dockerSandbox({ image, host: dockerHost, namePrefix: dockerPrefix, network: 'host' })
           : localSandbox({ root: dir });
       const harness = createScriptedHarness({ wordDelayMs: 0 });
       const agent = new HarnessAgent({ harness, permissionMode: 'allow-reads' });

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { HarnessAgent } from '@ai-sdk/harness/agent';
 import {
   SessionConflictError,
@@ -23,7 +23,7 @@ import {
   sharedSandbox,
 } from '../index.js';
 import { createScriptedHarness } from '../testing/index.mjs';
-import { dockerHost, dockerSkipFor, image } from './support/docker.mjs';
+import { dockerHost, dockerSkipFor, image, removeContainers } from './support/docker.mjs';
 import { createFakeAgent, readTurn, testManager, untilStatus } from './support/sessions.mjs';
 
 const textOf = (message) =>
@@ -282,6 +282,9 @@ describe('initialHistory (fake agent)', () => {
 // ─── The real HarnessAgent ────────────────────────────────────────────────────────────────────────
 
 const dockerSkip = dockerSkipFor(test);
+// The shared sandbox's container outlives shutdown() (a shared sandbox is kept): removed here.
+const dockerPrefix = `hs-import-${process.pid}-`;
+after(() => removeContainers(dockerPrefix));
 
 for (const [name, backend, skip] of [
   ['localSandbox()', 'local', false],
@@ -292,7 +295,7 @@ for (const [name, backend, skip] of [
       const dir = mkdtempSync(join(tmpdir(), 'hs-import-harness-'));
       const provider =
         backend === 'docker'
-          ? dockerSandbox({ image, host: dockerHost, namePrefix: `hs-import-${process.pid}-`, network: 'host' })
+          ? dockerSandbox({ image, host: dockerHost, namePrefix: dockerPrefix, network: 'host' })
           : localSandbox({ root: dir });
       const harness = createScriptedHarness({ wordDelayMs: 0 });
       const agent = new HarnessAgent({ harness, permissionMode: 'allow-reads' });

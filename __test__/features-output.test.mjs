@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { HarnessAgent } from '@ai-sdk/harness/agent';
 import {
   createSessionManager,
@@ -22,7 +22,7 @@ import {
   sharedSandbox,
 } from '../index.js';
 import { createScriptedHarness } from '../testing/index.mjs';
-import { dockerHost, dockerSkipFor, image } from './support/docker.mjs';
+import { dockerHost, dockerSkipFor, image, removeContainers } from './support/docker.mjs';
 import { createFakeAgent, readTurn, testManager, testSandboxes, untilStatus } from './support/sessions.mjs';
 
 const textOf = (message) =>
@@ -252,6 +252,9 @@ describe('output (fake agent)', () => {
 // ─── The real HarnessAgent ────────────────────────────────────────────────────────────────────────
 
 const dockerSkip = dockerSkipFor(test);
+// The shared sandbox's container outlives shutdown() (a shared sandbox is kept): removed here.
+const dockerPrefix = `hs-output-${process.pid}-`;
+after(() => removeContainers(dockerPrefix));
 
 for (const [name, backend, skip] of [
   ['localSandbox()', 'local', false],
@@ -262,7 +265,7 @@ for (const [name, backend, skip] of [
       const dir = mkdtempSync(join(tmpdir(), 'hs-output-harness-'));
       const provider =
         backend === 'docker'
-          ? dockerSandbox({ image, host: dockerHost, namePrefix: `hs-output-${process.pid}-`, network: 'host' })
+          ? dockerSandbox({ image, host: dockerHost, namePrefix: dockerPrefix, network: 'host' })
           : localSandbox({ root: dir });
       const agent = new HarnessAgent({ harness: createScriptedHarness({ wordDelayMs: 0 }), permissionMode: 'allow-reads' });
       const sessions = createSessionManager({ agent: () => agent, sandboxes: sharedSandbox({ open: provider, ports: [4611] }) });

@@ -5,13 +5,13 @@
 // with the reply and not as the user's words; the bounds at and one past; maxSteps cutting a turn;
 // timeoutMs overriding turnTimeoutMs.
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { SessionInputError } from '../index.js';
 import { createSessionManager, dockerSandbox, localSandbox, sharedSandbox } from '../index.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { dockerHost, dockerSkipFor, image } from './support/docker.mjs';
+import { dockerHost, dockerSkipFor, image, removeContainers } from './support/docker.mjs';
 import { forkingSandboxes, scriptedAgent } from './support/harness.mjs';
 import { createFakeAgent, readTurn, streamAgent, testManager, untilStatus } from './support/sessions.mjs';
 
@@ -158,6 +158,9 @@ describe('limits (fake agent)', () => {
 });
 
 const dockerSkip = dockerSkipFor(test);
+// The shared sandbox's container outlives shutdown() (a shared sandbox is kept): removed here.
+const dockerPrefix = `hs-turnopts-${process.pid}-`;
+after(() => removeContainers(dockerPrefix));
 
 for (const [name, backend, skip] of [
   ['a fake sandbox', 'fake', false],
@@ -173,7 +176,7 @@ for (const [name, backend, skip] of [
           : sharedSandbox({
               open:
                 backend === 'docker'
-                  ? dockerSandbox({ image, host: dockerHost, namePrefix: `hs-turnopts-${process.pid}-`, network: 'host' })
+                  ? dockerSandbox({ image, host: dockerHost, namePrefix: dockerPrefix, network: 'host' })
                   : localSandbox({ root: mkdtempSync(join(tmpdir(), 'hs-turnopts-')) }),
               ports: [4621],
             });
