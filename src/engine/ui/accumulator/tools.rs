@@ -209,6 +209,20 @@ impl MessageAccumulator {
         }
     }
 
+    /// [`Self::update_dynamic_tool_part`] when `dynamic`, else [`Self::update_tool_part`].
+    fn update_either_tool_part(
+        &mut self,
+        dynamic: bool,
+        options: ToolUpdate<'_>,
+        existing: Option<usize>,
+    ) {
+        if dynamic {
+            self.update_dynamic_tool_part(options, existing);
+        } else {
+            self.update_tool_part(options, existing);
+        }
+    }
+
     /// `updateDynamicToolPart`.
     pub(super) fn update_dynamic_tool_part(
         &mut self,
@@ -305,11 +319,7 @@ impl MessageAccumulator {
             provider_metadata: object(&c.provider_metadata),
             ..ToolUpdate::new(&c.tool_call_id, "input-streaming")
         };
-        if c.dynamic == Some(true) {
-            self.update_dynamic_tool_part(options, None);
-        } else {
-            self.update_tool_part(options, None);
-        }
+        self.update_either_tool_part(c.dynamic == Some(true), options, None);
         Ok(Changed::Snapshot)
     }
 
@@ -333,11 +343,7 @@ impl MessageAccumulator {
             tool_metadata: object(&partial.tool_metadata),
             ..ToolUpdate::new(&c.tool_call_id, "input-streaming")
         };
-        if dynamic {
-            self.update_dynamic_tool_part(options, None);
-        } else {
-            self.update_tool_part(options, None);
-        }
+        self.update_either_tool_part(dynamic, options, None);
         Ok(Changed::Snapshot)
     }
 
@@ -355,11 +361,7 @@ impl MessageAccumulator {
             tool_metadata: object(&c.tool_metadata),
             ..ToolUpdate::new(&c.tool_call_id, "input-available")
         };
-        if c.dynamic == Some(true) {
-            self.update_dynamic_tool_part(options, None);
-        } else {
-            self.update_tool_part(options, None);
-        }
+        self.update_either_tool_part(c.dynamic == Some(true), options, None);
         Ok(Changed::Snapshot)
     }
 
@@ -503,11 +505,7 @@ impl MessageAccumulator {
             // own values back: nothing changes.
             ..ToolUpdate::new(&c.tool_call_id, "output-available")
         };
-        if self.is_dynamic_part(index) {
-            self.update_dynamic_tool_part(options, Some(index));
-        } else {
-            self.update_tool_part(options, Some(index));
-        }
+        self.update_either_tool_part(self.is_dynamic_part(index), options, Some(index));
         Ok(Changed::Snapshot)
     }
 
