@@ -1,17 +1,20 @@
 'use strict';
 /**
- * The summaries `list()` gave last, kept so that the next `list()` crosses and parses only the
- * summaries written since: the engine answers `[stamp, rows]` (see `SessionStore::list_since` in
- * src/engine/store/mod.rs), each row a summary, `[stamp, summary]` (one to keep), or a bare stamp
- * (one kept from an earlier answer). The kept summaries are never handed out: every `list()` gives
- * copies of its own, which callers may change freely.
+ * The summaries `list()` gave last, kept so that the next `list()` crosses and parses only what
+ * changed since: the engine answers `[stamp]` when nothing changed since the stamp it was given,
+ * else `[stamp, rows]` (see `SessionStore::list_since` in src/engine/store/mod.rs), each row a
+ * summary, `[stamp, summary]` (one to keep), or a bare stamp (one kept from an earlier answer).
+ * The kept summaries are never handed out: every `list()` gives copies of its own, which callers
+ * may change freely.
  */
 
 class Summaries {
-  /** The latest stamp of the last answer read whole: what the engine is told we have. */
+  /** The stamp of the last answer read whole: what the engine is told we have. */
   #known = 0;
   /** The kept summaries, by stamp: those of the last answer. */
   #kept = new Map();
+  /** The last list, the kept summaries in its order: what an answer "nothing changed" gives. */
+  #last = [];
 
   /**
    * The list, newest first: `fetch(known)` asks the engine for it (resolving to its JSON text).
@@ -28,8 +31,12 @@ class Summaries {
   /** The summaries of answer `text`, or `undefined` when it names one no longer kept. */
   #read(text) {
     const [stamp, rows] = JSON.parse(text);
+    if (rows === undefined) {
+      // Nothing changed since `stamp`: the last list, if it is still the one of that stamp.
+      return stamp === this.#known ? copyAll(this.#last) : undefined;
+    }
     const kept = new Map();
-    const summaries = new Array(rows.length);
+    const last = new Array(rows.length);
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i];
       let summary;
@@ -43,12 +50,20 @@ class Summaries {
       } else {
         summary = row;
       }
-      summaries[i] = copyJson(summary);
+      last[i] = summary;
     }
     this.#kept = kept;
     this.#known = stamp;
-    return summaries;
+    this.#last = last;
+    return copyAll(last);
   }
+}
+
+/** Deep copies of `values`, values `JSON.parse` made. */
+function copyAll(values) {
+  const copies = new Array(values.length);
+  for (let i = 0; i < values.length; i++) copies[i] = copyJson(values[i]);
+  return copies;
 }
 
 /**

@@ -6,45 +6,37 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{sort_newest_first, SessionStore};
+use super::listing::{order_key, Listing, Stamps};
+use super::SessionStore;
 use crate::engine::error::{Result, SessionError};
 use crate::engine::session::{SessionRecord, SessionSummary};
 
 /// Sessions in memory: the default store.
-#[derive(Default)]
 pub struct MemoryStore {
     entries: Mutex<Entries>,
 }
 
-/// The records, and the last stamp given (see [`SessionStore::list_since`]).
-#[derive(Default)]
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore {
+            entries: Mutex::new(Entries {
+                by_id: HashMap::new(),
+                listing: Listing::new(Stamps::default()),
+            }),
+        }
+    }
+}
+
+/// The records, and their summaries as `list()` gives them.
 struct Entries {
     by_id: HashMap<String, Entry>,
-    stamp: u64,
+    /// The summaries as JSON, written once at `save`, in list order: `list_json` only joins them.
+    listing: Listing,
 }
 
 struct Entry {
     record: SessionRecord,
-    /// The summary as JSON, written once at `save`, so that `list_json` only sorts and joins.
-    summary_json: String,
-    /// The stamp of this summary: given at `save`, one more than the last.
-    stamp: u64,
     resume_state: Option<Value>,
-}
-
-impl Entries {
-    /// The entries, newest first (ties by id).
-    fn newest_first(&self) -> Vec<&Entry> {
-        let mut rows: Vec<&Entry> = self.by_id.values().collect();
-        rows.sort_unstable_by(|a, b| {
-            let (a, b) = (&a.record.summary, &b.record.summary);
-            b.updated_at
-                .millis()
-                .total_cmp(&a.updated_at.millis())
-                .then_with(|| a.id.cmp(&b.id))
-        });
-        rows
-    }
 }
 
 impl MemoryStore {
@@ -69,15 +61,14 @@ impl SessionStore for MemoryStore {
     async fn save_owned(&self, record: SessionRecord, resume_state: Option<Value>) -> Result<()> {
         let summary_json = serde_json::to_string(&record.summary)
             .map_err(|e| SessionError::internal(format!("a summary could not be written: {e}")))?;
+        let id = record.summary.id.clone();
+        let key = order_key(record.summary.updated_at.millis());
         let mut entries = self.entries()?;
-        entries.stamp += 1;
-        let stamp = entries.stamp;
+        entries.listing.put(&id, key, summary_json);
         entries.by_id.insert(
-            record.summary.id.clone(),
+            id,
             Entry {
                 record,
-                summary_json,
-                stamp,
                 resume_state,
             },
         );
@@ -93,55 +84,21 @@ impl SessionStore for MemoryStore {
     }
 
     async fn list(&self) -> Result<Vec<SessionSummary>> {
-        let mut summaries: Vec<SessionSummary> = self
-            .entries()?
-            .by_id
-            .values()
+        let entries = self.entries()?;
+        Ok(entries
+            .listing
+            .ids()
+            .filter_map(|id| entries.by_id.get(id))
             .map(|entry| entry.record.summary.clone())
-            .collect();
-        sort_newest_first(&mut summaries);
-        Ok(summaries)
+            .collect())
     }
 
     async fn list_json(&self) -> Result<String> {
-        let entries = self.entries()?;
-        let rows = entries.newest_first();
-        let mut json =
-            String::with_capacity(rows.iter().map(|e| e.summary_json.len() + 1).sum::<usize>() + 2);
-        json.push('[');
-        for (index, entry) in rows.iter().enumerate() {
-            if index > 0 {
-                json.push(',');
-            }
-            json.push_str(&entry.summary_json);
-        }
-        json.push(']');
-        Ok(json)
+        Ok(self.entries()?.listing.json())
     }
 
     async fn list_since(&self, known: u64) -> Result<String> {
-        use std::fmt::Write;
-        let entries = self.entries()?;
-        let rows = entries.newest_first();
-        let fresh: usize = rows
-            .iter()
-            .filter(|e| e.stamp > known)
-            .map(|e| e.summary_json.len() + 24)
-            .sum();
-        let mut json = String::with_capacity(fresh + rows.len() * 8 + 24);
-        let _ = write!(json, "[{},[", entries.stamp);
-        for (index, entry) in rows.iter().enumerate() {
-            if index > 0 {
-                json.push(',');
-            }
-            if entry.stamp <= known {
-                let _ = write!(json, "{}", entry.stamp);
-            } else {
-                let _ = write!(json, "[{},{}]", entry.stamp, entry.summary_json);
-            }
-        }
-        json.push_str("]]");
-        Ok(json)
+        Ok(self.entries()?.listing.since(known))
     }
 
     async fn get_resume_state(&self, id: &str) -> Result<Option<Value>> {
@@ -153,7 +110,9 @@ impl SessionStore for MemoryStore {
     }
 
     async fn delete(&self, id: &str) -> Result<()> {
-        self.entries()?.by_id.remove(id);
+        let mut entries = self.entries()?;
+        entries.by_id.remove(id);
+        entries.listing.remove(id);
         Ok(())
     }
 }
@@ -207,33 +166,36 @@ mod tests {
         store.save(&record("a", 1000.0), None).await.unwrap();
         store.save(&record("b", 2000.0), None).await.unwrap();
         let all: Value = serde_json::from_str(&store.list_since(0).await.unwrap()).unwrap();
-        assert_eq!(all[0], 2);
-        assert_eq!(all[1][0][0], 2, "b, stamped 2, first");
+        // The empty store took stamp 1; a and b 2 and 3.
+        assert_eq!(all[0], 3);
+        assert_eq!(all[1][0][0], 3, "b, stamped 3, first");
         assert_eq!(all[1][0][1]["id"], "b");
         assert_eq!(all[1][1][1]["id"], "a");
 
         store.save(&record("a", 3000.0), None).await.unwrap();
         store.save(&record("c", 500.0), None).await.unwrap();
         store.delete("b").await.unwrap();
-        let since: Value = serde_json::from_str(&store.list_since(2).await.unwrap()).unwrap();
+        let since: Value = serde_json::from_str(&store.list_since(3).await.unwrap()).unwrap();
         assert_eq!(
             since,
             json!([
-                4,
+                6,
                 [
                     [
-                        3,
+                        4,
                         serde_json::to_value(&record("a", 3000.0).summary).unwrap()
                     ],
                     [
-                        4,
+                        5,
                         serde_json::to_value(&record("c", 500.0).summary).unwrap()
                     ]
                 ]
             ])
         );
 
-        let unchanged: Value = serde_json::from_str(&store.list_since(4).await.unwrap()).unwrap();
-        assert_eq!(unchanged, json!([4, [3, 4]]));
+        let unchanged: Value = serde_json::from_str(&store.list_since(6).await.unwrap()).unwrap();
+        assert_eq!(unchanged, json!([6]), "nothing changed: the stamp alone");
+        let older: Value = serde_json::from_str(&store.list_since(5).await.unwrap()).unwrap();
+        assert_eq!(older, json!([6, [4, 5]]), "the delete of b was a change");
     }
 }

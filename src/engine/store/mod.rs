@@ -5,6 +5,7 @@
 //! kept apart from the record and never listed.
 
 pub mod lazy;
+pub mod listing;
 pub mod memory;
 pub mod sqlite;
 

@@ -14,7 +14,8 @@
 //!   store does not know kept;
 //! - a session is one `sessions` row (its summary as JSON, and the order key of its `updatedAt`)
 //!   and its message rows; `list` reads the `sessions` table only (one scan, no message), in the
-//!   order of [`super::sort_newest_first`];
+//!   order of [`super::sort_newest_first`]; `list_json` and `list_since` answer from the summaries
+//!   the thread keeps ([`super::listing`]), read again when another connection wrote the file;
 //! - a save writes only the message rows that changed;
 //! - the resume state has a row only while a save gives one; with an encryption key it is sealed
 //!   (see `seal`), and it never appears in an error message or a log;
@@ -44,6 +45,7 @@ use sha2::{Digest, Sha256};
 use self::rows::{PreparedMessage, PreparedSave};
 use self::seal::ResumeStateCodec;
 use self::worker::{Command, OpenParams, WorkerHandle};
+use super::listing::{from_order_key, order_key, Stamps};
 use super::SessionStore;
 use crate::engine::error::{Result, SessionError};
 use crate::engine::session::{SessionRecord, SessionSummary};
@@ -104,6 +106,9 @@ pub struct SqliteStore {
     unreadable: super::UnreadableRows,
     /// Whether a session manager runs on the store.
     claimed: std::sync::atomic::AtomicBool,
+    /// The stamps of `list_since`, kept across the store's threads (it may be released and
+    /// opened again): a stamp is never given twice.
+    stamps: Stamps,
 }
 
 /// An open store: its thread, and the file's lock, released once the thread has closed the
@@ -155,6 +160,7 @@ impl SqliteStore {
             open: tokio::sync::Mutex::new(None),
             unreadable: super::UnreadableRows::default(),
             claimed: std::sync::atomic::AtomicBool::new(false),
+            stamps: Stamps::default(),
         };
         store.worker().await?;
         Ok(store)
@@ -175,6 +181,7 @@ impl SqliteStore {
             path: self.path.clone(),
             busy_timeout: self.busy_timeout,
             migrations: self.migrations.clone(),
+            stamps: self.stamps.clone(),
         })
         .await?;
         let opened = Arc::new(Opened {
@@ -236,6 +243,16 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// The text of `listed`, once the rows it could not list are noted.
+    fn noting_unreadable(&self, listed: worker::Listed) -> String {
+        for (id, error) in listed.unreadable {
+            self.unreadable.note(&id, error);
+        }
+        listed.text
+    }
+}
+
 /// Whether `error`, from reading a row, says the row is damaged (rather than that the read
 /// failed): the words of the worker's `unreadable()` and of a conversation with a gap.
 fn is_damaged_row(error: &SessionError) -> bool {
@@ -284,16 +301,17 @@ impl SessionStore for SqliteStore {
     }
 
     async fn list_json(&self) -> Result<String> {
-        let (json, unreadable) = self
+        let listed = self.worker().await?.call(Command::ListJson).await?;
+        Ok(self.noting_unreadable(listed))
+    }
+
+    async fn list_since(&self, known: u64) -> Result<String> {
+        let listed = self
             .worker()
             .await?
-            .call(Command::List)
-            .await?
-            .into_newest_first_json()?;
-        for (id, error) in unreadable {
-            self.unreadable.note(&id, error);
-        }
-        Ok(json)
+            .call(|reply| Command::ListSince(known, reply))
+            .await?;
+        Ok(self.noting_unreadable(listed))
     }
 
     fn take_unreadable(&self) -> Vec<(String, SessionError)> {
@@ -382,23 +400,6 @@ fn prepare_save(
             .map(|state| codec.encode(id, state))
             .transpose()?,
     })
-}
-
-/// `x` as an integer that sorts like `f64::total_cmp` and turns back into the same bits.
-fn order_key(x: f64) -> i64 {
-    flip_negatives(x.to_bits() as i64)
-}
-
-/// The `f64` of an [`order_key`].
-fn from_order_key(key: i64) -> f64 {
-    f64::from_bits(flip_negatives(key) as u64)
-}
-
-/// Flips every bit but the sign of a negative number (`f64::total_cmp`'s trick: negative floats
-/// sort backwards by their bits). It keeps the sign bit, which decides the flip, so it is its own
-/// inverse.
-fn flip_negatives(bits: i64) -> i64 {
-    bits ^ ((((bits >> 63) as u64) >> 1) as i64)
 }
 
 /// The store's error for a failed `action` ("save session a1"): SQLite's own message, never SQL.

@@ -1,5 +1,6 @@
 //! The `sessions` rows as `list()` reads them, packed into one buffer on the SQLite thread and
-//! decoded by the caller, and the checks and errors of a stored summary.
+//! decoded by the caller, and the checks and errors of a stored summary (those of the listing
+//! the thread keeps for `list_json` and `list_since` too).
 
 use crate::engine::error::{Result, SessionError};
 use crate::engine::session::{SessionStatus, SessionSummary};
@@ -91,46 +92,6 @@ impl PackedSummaries {
             }
         }
         (summaries, unreadable)
-    }
-
-    /// The summaries as JSON text, in the order of [`PackedSummaries::into_newest_first`],
-    /// joined from their stored JSON without decoding them (the whole is checked to be JSON, so
-    /// that a damaged row is an error, never a broken list).
-    ///
-    /// A row that holds something that is not JSON, or a status this build does not know, is
-    /// set aside: it is given, with why, in the second list.
-    ///
-    /// # Errors
-    /// [`SessionError::Host`] when the list could not be written.
-    pub(super) fn into_newest_first_json(mut self) -> Result<(String, Vec<Unreadable>)> {
-        let rows = self.newest_first();
-        let mut json = String::with_capacity(self.text.len() + rows.len() + 2);
-        let mut unreadable = Vec::new();
-        json.push('[');
-        let mut first = true;
-        for row in &rows {
-            let id = self.str(row.id);
-            let mark = json.len();
-            if !first {
-                json.push(',');
-            }
-            let written = self
-                .summary(row)
-                .and_then(|text| check_summary_json(id, text).map(|()| json.push_str(text)));
-            match written {
-                Ok(()) => first = false,
-                Err(error) => {
-                    json.truncate(mark);
-                    unreadable.push((id.to_owned(), error));
-                }
-            }
-        }
-        json.push(']');
-        // One pass over the whole text: a damaged row is an error here, never a broken list.
-        serde_json::from_str::<serde::de::IgnoredAny>(&json).map_err(|_| {
-            SessionError::host("the sqlite store holds a damaged summary: list() cannot be written")
-        })?;
-        Ok((json, unreadable))
     }
 }
 

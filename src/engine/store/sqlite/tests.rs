@@ -1387,6 +1387,108 @@ async fn a_damaged_summary_is_an_error_never_a_broken_list() {
     assert_host_error(&store.get("s1").await.unwrap_err(), "damaged summary");
 }
 
+/// The ids of a `list_since` answer's rows that carry their summary, and the answer's stamp.
+fn fresh_ids(answer: &str) -> (u64, Vec<String>) {
+    let answer: Value = serde_json::from_str(answer).expect("an answer is JSON");
+    let ids = answer[1]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .filter_map(|row| row[1]["id"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    (answer[0].as_u64().expect("a stamp"), ids)
+}
+
+#[tokio::test]
+async fn list_since_answers_from_the_listing_and_shows_every_write() {
+    let dir = TempDir::new().unwrap();
+    let path = db_path(&dir);
+    let store = open(&path).await;
+    store.save(&record("a", 1.0, 1), None).await.unwrap();
+    store.save(&record("b", 2.0, 1), None).await.unwrap();
+    let (known, ids) = fresh_ids(&store.list_since(0).await.unwrap());
+    assert_eq!(ids, ["b", "a"]);
+    assert_eq!(
+        store.list_since(known).await.unwrap(),
+        format!("[{known}]"),
+        "nothing changed: the stamp alone"
+    );
+
+    // A save of this store: listed at its new place, alone with its summary.
+    store.save(&record("a", 3.0, 2), None).await.unwrap();
+    let answer: Value = serde_json::from_str(&store.list_since(known).await.unwrap()).unwrap();
+    assert_eq!(answer[1][0][1]["id"], "a", "a moved first");
+    assert!(answer[1][1].is_u64(), "b as a bare stamp: unchanged");
+    let known = answer[0].as_u64().unwrap();
+
+    // A delete is a change.
+    store.delete("b").await.unwrap();
+    let answer: Value = serde_json::from_str(&store.list_since(known).await.unwrap()).unwrap();
+    assert_eq!(answer[1].as_array().unwrap().len(), 1);
+    let known = answer[0].as_u64().unwrap();
+
+    // Another connection's write (a tool on the file): read again, every summary fresh.
+    raw(&path)
+        .execute(
+            "UPDATE sessions SET summary = json_set(summary, '$.metadata.title', 'renamed')",
+            [],
+        )
+        .unwrap();
+    let answer: Value = serde_json::from_str(&store.list_since(known).await.unwrap()).unwrap();
+    assert_eq!(answer[1][0][1]["metadata"]["title"], "renamed");
+    let known = answer[0].as_u64().unwrap();
+    assert_eq!(
+        store.list_since(known).await.unwrap(),
+        format!("[{known}]")
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&store.list_json().await.unwrap()).unwrap()[0]["metadata"]
+            ["title"],
+        "renamed"
+    );
+}
+
+#[tokio::test]
+async fn a_store_opened_again_never_gives_a_stamp_twice() {
+    let dir = TempDir::new().unwrap();
+    let path = db_path(&dir);
+    let store = open(&path).await;
+    store.save(&record("a", 1.0, 1), None).await.unwrap();
+    let (known, _) = fresh_ids(&store.list_since(0).await.unwrap());
+    store.release().await.unwrap();
+    // While released, another store writes the file.
+    {
+        let other = open(&path).await;
+        other.save(&record("b", 2.0, 1), None).await.unwrap();
+        other.close().await.unwrap();
+    }
+    let (stamp, ids) = fresh_ids(&store.list_since(known).await.unwrap());
+    assert!(stamp > known);
+    assert_eq!(ids, ["b", "a"], "a listing read again: every summary fresh");
+}
+
+#[tokio::test]
+async fn a_damaged_row_written_by_another_connection_is_set_aside_then_listed_once_repaired() {
+    let dir = TempDir::new().unwrap();
+    let path = db_path(&dir);
+    let store = open(&path).await;
+    store.save(&record("a", 1.0, 1), None).await.unwrap();
+    store.save(&record("b", 2.0, 1), None).await.unwrap();
+    let (known, _) = fresh_ids(&store.list_since(0).await.unwrap());
+    raw(&path)
+        .execute("UPDATE sessions SET summary = '{' WHERE id = 'b'", [])
+        .unwrap();
+    let (known, ids) = fresh_ids(&store.list_since(known).await.unwrap());
+    assert_eq!(ids, ["a"]);
+    assert_eq!(store.take_unreadable().len(), 1);
+    // Written whole again by this store: listed.
+    store.save(&record("b", 2.0, 1), None).await.unwrap();
+    let (_, ids) = fresh_ids(&store.list_since(known).await.unwrap());
+    assert_eq!(ids, ["b"]);
+}
+
 #[tokio::test]
 #[ignore = "a measure, run by hand"]
 async fn measure_list_json() {
@@ -1397,23 +1499,21 @@ async fn measure_list_json() {
         r.summary.usage = usage(120, 80, 200);
         store.save(&r, None).await.unwrap();
     }
+    let mut known = 0;
     for _ in 0..3 {
         let t = std::time::Instant::now();
-        let packed = store
-            .worker()
-            .await
-            .unwrap()
-            .call(super::worker::Command::List)
-            .await
-            .unwrap();
-        let scanned = t.elapsed();
-        let (json, _) = packed.into_newest_first_json().unwrap();
+        let json = store.list_json().await.unwrap();
+        let whole = t.elapsed();
+        let t = std::time::Instant::now();
+        let since = store.list_since(known).await.unwrap();
         println!(
-            "scan {:?}, json {:?}, bytes {}",
-            scanned,
-            t.elapsed() - scanned,
-            json.len()
+            "list_json {whole:?} ({} bytes), list_since({known}) {:?} ({} bytes)",
+            json.len(),
+            t.elapsed(),
+            since.len()
         );
+        let answer: Value = serde_json::from_str(&since).unwrap();
+        known = answer[0].as_u64().unwrap();
     }
 }
 

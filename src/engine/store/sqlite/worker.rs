@@ -1,5 +1,6 @@
 //! The thread that owns the SQLite connection, and the commands it runs: saves (their rows written
-//! by [`super::rows`]), reads of a record, and `list()` (its rows packed by [`super::summaries`]).
+//! by [`super::rows`]), reads of a record, and `list()` (its rows packed by [`super::summaries`],
+//! or answered from the [`Listing`] the thread keeps).
 //!
 //! The async side sends a [`Command`] over a channel, each with a one-shot reply channel, and awaits
 //! the reply: no tokio worker ever blocks on SQLite. The thread runs commands in the order they
@@ -16,7 +17,11 @@
 //! - a panic while running a command stops the thread: the command's reply channel and every
 //!   queued one are dropped, so their callers and every later caller get an error, never a hang;
 //! - dropping the [`WorkerHandle`] closes the channel and joins the thread once it has run what
-//!   was queued; the connection closes with the thread.
+//!   was queued; the connection closes with the thread;
+//! - the [`Listing`], once read, is the `sessions` table as of the file's `data_version` it was
+//!   read at, with every save and delete of this connection committed since put on it right
+//!   after its commit (in commit order); another connection's commit changes `data_version`, and
+//!   the next listing reads the table again. A write that failed drops the listing.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -31,7 +36,10 @@ use super::failed;
 use super::rows::{write_save, PreparedSave};
 use super::schema::{self, Migration};
 use super::seal::StoredResumeState;
-use super::summaries::{damaged_summary, decode_summary, unreadable, PackedSummaries};
+use super::summaries::{
+    check_summary_json, damaged_summary, decode_summary, unreadable, PackedSummaries, Unreadable,
+};
+use crate::engine::store::listing::{Listing, Stamps};
 use crate::engine::error::{Result, SessionError};
 use crate::engine::session::SessionRecord;
 use crate::engine::session::StoredMessage;
@@ -47,6 +55,10 @@ pub(super) enum Command {
     Save(Box<PreparedSave>, Reply<()>),
     Get(String, Reply<Option<SessionRecord>>),
     List(Reply<PackedSummaries>),
+    /// The list as JSON text, from the listing (see [`Listed`]).
+    ListJson(Reply<Listed>),
+    /// The answer of `list_since(known)`, from the listing (see [`Listed`]).
+    ListSince(u64, Reply<Listed>),
     GetResumeState(String, Reply<Option<StoredResumeState>>),
     Delete(String, Reply<()>),
     /// Checkpoint the WAL into the database, close the connection, stop.
@@ -64,6 +76,15 @@ pub(super) struct OpenParams {
     pub(super) path: PathBuf,
     pub(super) busy_timeout: Duration,
     pub(super) migrations: Vec<Migration>,
+    /// The store's stamps: every listing the thread reads takes its stamps from them.
+    pub(super) stamps: Stamps,
+}
+
+/// A list as JSON text, and the rows that could not be listed (found when the thread read the
+/// table again; each with why).
+pub(super) struct Listed {
+    pub(super) text: String,
+    pub(super) unreadable: Vec<Unreadable>,
 }
 
 /// The async side's handle on the thread.
@@ -157,7 +178,11 @@ fn run(params: OpenParams, opened: oneshot::Sender<Result<()>>, commands: mpsc::
         // Whoever opened the store has given up on it.
         return;
     }
-    let mut worker = Worker { conn };
+    let mut worker = Worker {
+        conn,
+        stamps: params.stamps,
+        listing: None,
+    };
     let mut next = None;
     loop {
         let command = match next.take() {
@@ -182,6 +207,9 @@ fn run(params: OpenParams, opened: oneshot::Sender<Result<()>>, commands: mpsc::
 
 struct Worker {
     conn: Connection,
+    stamps: Stamps,
+    /// The summaries as last read, and the `data_version` of the file they were read at.
+    listing: Option<(Listing, i64)>,
 }
 
 impl Worker {
@@ -209,6 +237,12 @@ impl Worker {
             Command::List(reply) => {
                 let _ = reply.send(self.list());
             }
+            Command::ListJson(reply) => {
+                let _ = reply.send(self.listed(Listing::json));
+            }
+            Command::ListSince(known, reply) => {
+                let _ = reply.send(self.listed(|listing| listing.since(known)));
+            }
             Command::GetResumeState(id, reply) => {
                 let _ = reply.send(self.get_resume_state(&id));
             }
@@ -232,11 +266,19 @@ impl Worker {
         let (saves, replies): (Vec<_>, Vec<_>) = group.into_iter().unzip();
         match self.write_group(&saves) {
             Ok(outcomes) => {
-                for (reply, outcome) in replies.into_iter().zip(outcomes) {
+                for ((save, reply), outcome) in saves.into_iter().zip(replies).zip(outcomes) {
+                    match (&outcome, &mut self.listing) {
+                        (Ok(()), Some((listing, _))) => {
+                            listing.put(&save.id, save.updated_at_key, save.summary);
+                        }
+                        (Err(_), _) => self.listing = None,
+                        (Ok(()), None) => {}
+                    }
                     let _ = reply.send(outcome);
                 }
             }
             Err(err) => {
+                self.listing = None;
                 for reply in replies {
                     let _ = reply.send(Err(err.clone()));
                 }
@@ -298,6 +340,7 @@ impl Worker {
 
     #[cfg(test)]
     fn save_many(&mut self, saves: &[PreparedSave]) -> Result<()> {
+        self.listing = None;
         let fail = |err: rusqlite::Error| failed("save many sessions", &err);
         let tx = self
             .conn
@@ -406,6 +449,63 @@ impl Worker {
         Ok(packed)
     }
 
+    /// What `answer` makes of the listing, read again first if another connection wrote the
+    /// file since (or if it was never read).
+    fn listed(&mut self, answer: impl FnOnce(&Listing) -> String) -> Result<Listed> {
+        let fail = |err: rusqlite::Error| failed("list the sessions", &err);
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA data_version", [], |row| row.get(0))
+            .map_err(fail)?;
+        let mut unreadable = Vec::new();
+        if !matches!(&self.listing, Some((_, read_at)) if *read_at == version) {
+            self.listing = None;
+            self.listing = Some(self.read_listing(&mut unreadable)?);
+        }
+        let Some((listing, _)) = &self.listing else {
+            return Err(SessionError::internal("the sqlite store lost its listing"));
+        };
+        Ok(Listed {
+            text: answer(listing),
+            unreadable,
+        })
+    }
+
+    /// Every summary of the `sessions` table, and the `data_version` it was read at (one read
+    /// transaction: the version is that of the rows); the rows that cannot be listed go to
+    /// `unreadable`.
+    fn read_listing(&mut self, unreadable: &mut Vec<Unreadable>) -> Result<(Listing, i64)> {
+        let fail = |err: rusqlite::Error| failed("list the sessions", &err);
+        let tx = self.conn.transaction().map_err(fail)?;
+        let version: i64 = tx
+            .query_row("PRAGMA data_version", [], |row| row.get(0))
+            .map_err(fail)?;
+        let mut listing = Listing::new(self.stamps.clone());
+        {
+            let mut statement = tx
+                .prepare_cached("SELECT id, updated_at_key, summary FROM sessions")
+                .map_err(fail)?;
+            let mut rows = statement.query([]).map_err(fail)?;
+            while let Some(row) = rows.next().map_err(fail)? {
+                let text = |index: usize| -> rusqlite::Result<Option<&str>> {
+                    Ok(row.get_ref(index)?.as_str_or_null()?)
+                };
+                let id = text(0).map_err(fail)?.unwrap_or_default();
+                let key: i64 = row.get(1).map_err(fail)?;
+                let checked = text(2)
+                    .map_err(fail)?
+                    .ok_or_else(|| damaged_summary(id))
+                    .and_then(|summary| check_summary_json(id, summary).map(|()| summary));
+                match checked {
+                    Ok(summary) => listing.put(id, key, summary),
+                    Err(error) => unreadable.push((id.to_owned(), error)),
+                }
+            }
+        }
+        tx.commit().map_err(fail)?;
+        Ok((listing, version))
+    }
+
     fn get_resume_state(&mut self, id: &str) -> Result<Option<StoredResumeState>> {
         let fail =
             |err: rusqlite::Error| failed(format!("read the resume state of session {id}"), &err);
@@ -443,7 +543,13 @@ impl Worker {
                 .map_err(fail)?;
             dropped |= sql.contains("resume_states") && removed > 0;
         }
-        tx.commit().map_err(fail)?;
+        if let Err(err) = tx.commit() {
+            self.listing = None;
+            return Err(fail(err));
+        }
+        if let Some((listing, _)) = &mut self.listing {
+            listing.remove(id);
+        }
         if dropped {
             self.forget_dropped_states();
         }
