@@ -252,11 +252,23 @@ describe('list() again, after writes', () => {
       const second = await store.list();
       assert.deepEqual(second.map((s) => [s.id, s.status, s.metadata.title, s.metadata.tags]), [['b', 'closed', 'second', ['a']], ['a', 'closed', 'first', ['a']]]);
       assert.notEqual(second[0], first[0]);
+      // Nothing written since: the same list again, and still copies of its own.
+      second[0].metadata.tags.length = 0;
+      second.pop();
+      const third = await store.list();
+      assert.deepEqual(third.map((s) => [s.id, s.metadata.tags]), [['b', ['a']], ['a', ['a']]]);
+      assert.notEqual(third[0], second[0]);
       // A rewrite, a new session and a delete since: all three show.
       await saved('a', 3_000, 'rewritten');
       await saved('c', 500, 'third');
       await store.delete('b');
       assert.deepEqual((await store.list()).map((s) => [s.id, s.metadata.title]), [['a', 'rewritten'], ['c', 'third']]);
+      // A delete alone is a change too, and so is a save that changes no place in the list.
+      await store.delete('c');
+      assert.deepEqual((await store.list()).map((s) => s.id), ['a']);
+      await saved('c', 500, 'back');
+      await saved('a', 3_000, 'rewritten again');
+      assert.deepEqual((await store.list()).map((s) => [s.id, s.metadata.title]), [['a', 'rewritten again'], ['c', 'back']]);
       // Two at once each see the whole list.
       const [x, y] = await Promise.all([store.list(), store.list()]);
       assert.deepEqual(x, y);
@@ -265,6 +277,42 @@ describe('list() again, after writes', () => {
       await store.close();
     });
   }
+
+  test('the SQLite store: a list() after another store wrote the file while it was closed shows that write', async () => {
+    const path = join(tempDir(), 's.db');
+    const store = createSqliteSessionStore({ path });
+    const saved = (on, id, at) => on.save({ id, status: 'closed', metadata: {}, createdAt: at, updatedAt: at, messages: [] });
+    await saved(store, 'a', 1_000);
+    assert.deepEqual((await store.list()).map((s) => s.id), ['a']);
+    await store.close();
+    const other = createSqliteSessionStore({ path });
+    await saved(other, 'b', 2_000);
+    await other.delete('a');
+    await other.close();
+    assert.deepEqual((await store.list()).map((s) => s.id), ['b']);
+    await store.close();
+  });
+
+  test('an answer that nothing changed gives copies of the last list, or asks again whole when that list is not of its stamp', async () => {
+    const { Summaries } = createRequire(import.meta.url)('../js/summaries.js');
+    const summaries = new Summaries();
+    const asked = [];
+    const answers = ['[2,[[2,{"id":"b","m":{"k":[1]}}],[1,{"id":"a"}]]]', '[2]', '[2]', '[5]', '[6,[[6,{"id":"c"}]]]'];
+    const fetch = (known) => {
+      asked.push(known);
+      return answers.shift();
+    };
+    const first = await summaries.list(fetch);
+    first[0].m.k.push(2);
+    first.pop();
+    const second = await summaries.list(fetch);
+    assert.deepEqual(second, [{ id: 'b', m: { k: [1] } }, { id: 'a' }]);
+    second[1].id = 'changed';
+    assert.deepEqual(await summaries.list(fetch), [{ id: 'b', m: { k: [1] } }, { id: 'a' }]);
+    // "Nothing changed since 5": not the stamp of the list kept.
+    assert.deepEqual(await summaries.list(fetch), [{ id: 'c' }]);
+    assert.deepEqual(asked, [0, 2, 2, 2, 0]);
+  });
 
   test('an answer naming a summary no longer kept is asked again whole', async () => {
     const { Summaries } = createRequire(import.meta.url)('../js/summaries.js');
