@@ -236,6 +236,10 @@ mod tests {
         first.put("a", order_key(1.0), r#"{"id":"a"}"#);
         let known = answer(&first.since(0))[0].as_u64().unwrap();
         let empty = Listing::new(stamps);
-        assert_eq!(answer(&empty.since(known))[1], json!([]), "emptied is a change");
+        assert_eq!(
+            answer(&empty.since(known))[1],
+            json!([]),
+            "emptied is a change"
+        );
     }
 }

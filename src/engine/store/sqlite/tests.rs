@@ -1439,10 +1439,7 @@ async fn list_since_answers_from_the_listing_and_shows_every_write() {
     let answer: Value = serde_json::from_str(&store.list_since(known).await.unwrap()).unwrap();
     assert_eq!(answer[1][0][1]["metadata"]["title"], "renamed");
     let known = answer[0].as_u64().unwrap();
-    assert_eq!(
-        store.list_since(known).await.unwrap(),
-        format!("[{known}]")
-    );
+    assert_eq!(store.list_since(known).await.unwrap(), format!("[{known}]"));
     assert_eq!(
         serde_json::from_str::<Value>(&store.list_json().await.unwrap()).unwrap()[0]["metadata"]
             ["title"],

@@ -39,10 +39,10 @@ use super::seal::StoredResumeState;
 use super::summaries::{
     check_summary_json, damaged_summary, decode_summary, unreadable, PackedSummaries, Unreadable,
 };
-use crate::engine::store::listing::{Listing, Stamps};
 use crate::engine::error::{Result, SessionError};
 use crate::engine::session::SessionRecord;
 use crate::engine::session::StoredMessage;
+use crate::engine::store::listing::{Listing, Stamps};
 
 /// Where a command's answer goes.
 pub(super) type Reply<T> = oneshot::Sender<Result<T>>;
