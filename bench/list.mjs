@@ -63,10 +63,10 @@ export async function run({ quick, log }) {
     // The first list() of a manager waits for its start (the sessions a crash left live): not timed here.
     for (const sessions of Object.values(managers)) await sessions.list();
 
-    // What a whole list costs (a first list(), and every list() of the SQLite store): the native
-    // list() alone (summaries sorted and written as one JSON text, handed to JavaScript as a
-    // string), then JSON.parse of that text. A later list() of the memory store crosses only the
-    // summaries written since (js/summaries.js).
+    // What a whole list costs (a first list(), or one after another connection wrote the SQLite
+    // file): the native list() alone (the kept summaries joined as one JSON text, handed to
+    // JavaScript as a string), then JSON.parse of that text. A later list() of either store
+    // crosses only the summaries written since, or a stamp alone when none was (js/summaries.js).
     const NATIVE_STORE = Symbol.for('harness-sessions.native-store');
     const nativeOf = (store) => store[NATIVE_STORE];
     const parseTimes = { memory: [], sqlite: [] };
@@ -103,6 +103,17 @@ export async function run({ quick, log }) {
       },
       { reps, warmup: 3 },
     );
+    // list() right after a write (update() of one session's metadata, through the manager): it
+    // crosses that summary and the stamps of the others.
+    const afterWrite = { memory: [], sqlite: [] };
+    for (let i = 0; i < (quick ? 10 : 30); i++) {
+      for (const [name, sessions] of Object.entries(managers)) {
+        await sessions.update(records[(i * 331) % count].id, { metadata: { title: `renamed ${i}` } });
+        const started = now();
+        await sessions.list();
+        afterWrite[name].push(now() - started);
+      }
+    }
     const first = await managers.sqlite.list();
     const sorted = first.every((s, i) => i === 0 || first[i - 1].updatedAt >= s.updatedAt);
     const target = { text: 'p50 < 5 ms', check: (_, ours) => ours.median < 5, needsRatio: false };
@@ -118,9 +129,10 @@ export async function run({ quick, log }) {
       notes: [
         ...(samples.nativeMemory
           ? [
-              `A whole list (a first list(), or any of the SQLite store; medians): the native list() to its JSON text ${summarize(samples.nativeMemory).median.toFixed(1)} ms (memory) / ${summarize(samples.nativeSqlite).median.toFixed(1)} ms (SQLite), then JSON.parse of ${(jsonBytes / 2 ** 20).toFixed(1)} MiB ${summarize(parseTimes.memory).median.toFixed(1)} ms / ${summarize(parseTimes.sqlite).median.toFixed(1)} ms.`,
+              `A whole list (a first list(), or one after another connection wrote the SQLite file; medians): the native list() to its JSON text ${summarize(samples.nativeMemory).median.toFixed(1)} ms (memory) / ${summarize(samples.nativeSqlite).median.toFixed(1)} ms (SQLite), then JSON.parse of ${(jsonBytes / 2 ** 20).toFixed(1)} MiB ${summarize(parseTimes.memory).median.toFixed(1)} ms / ${summarize(parseTimes.sqlite).median.toFixed(1)} ms.`,
             ]
           : []),
+        `sessions.list() right after an update() of one session's metadata (medians): ${summarize(afterWrite.memory).median.toFixed(1)} ms (memory store) / ${summarize(afterWrite.sqlite).median.toFixed(1)} ms (SQLite store).`,
         `Stores filled through store.save() (${count} sessions at rest: suspended, closed, interrupted, failed; two messages each). The reference's own memory store was measured at ~68 ms (not measured here).`,
       ],
       checks: { lengths: [...lengths], newestFirst: sorted, summary: Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, summarize(v)])) },
