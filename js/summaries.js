@@ -11,7 +11,10 @@
 class Summaries {
   /** The stamp of the last answer read whole: what the engine is told we have. */
   #known = 0;
-  /** The kept summaries, by stamp: those of the last answer. */
+  /**
+   * The kept summaries, by stamp: those of the last answer, and some of earlier ones (a stamp
+   * names one summary as it was written, for good), dropped once they outnumber the others.
+   */
   #kept = new Map();
   /** The last list, the kept summaries in its order: what an answer "nothing changed" gives. */
   #last = [];
@@ -35,24 +38,29 @@ class Summaries {
       // Nothing changed since `stamp`: the last list, if it is still the one of that stamp.
       return stamp === this.#known ? copyAll(this.#last) : undefined;
     }
-    const kept = new Map();
+    const kept = this.#kept;
     const last = new Array(rows.length);
+    const stamps = [];
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i];
       let summary;
       if (typeof row === 'number') {
-        summary = this.#kept.get(row);
+        summary = kept.get(row);
         if (summary === undefined) return undefined;
-        kept.set(row, summary);
+        stamps.push(row);
       } else if (Array.isArray(row)) {
         summary = row[1];
         kept.set(row[0], summary);
+        stamps.push(row[0]);
       } else {
         summary = row;
       }
       last[i] = summary;
     }
-    this.#kept = kept;
+    if (kept.size > 2 * stamps.length + 64) {
+      // Mostly summaries listed no more: keep those of this answer only.
+      this.#kept = new Map(stamps.map((at) => [at, kept.get(at)]));
+    }
     this.#known = stamp;
     this.#last = last;
     return copyAll(last);

@@ -64,8 +64,9 @@ pub trait SessionStore: Send + Sync {
     /// keep under that stamp), or a bare stamp, for a summary the caller was given under that stamp
     /// by an earlier answer whose `stamp` was `known` or more. A stamp names one summary as it was
     /// written, once, in this store; `stamp` is the latest given when the list was read (pass it
-    /// as `known` next time). With `known` 0 every row carries its summary. Default: every row a
-    /// summary, stamp 0.
+    /// as `known` next time). `[stamp]` alone, when `known` is that stamp: nothing was written or
+    /// deleted since (every change takes a new stamp). With `known` 0 every row carries its
+    /// summary. Default: every row a summary, stamp 0.
     ///
     /// # Errors
     /// When the read fails.
