@@ -314,6 +314,35 @@ describe('list() again, after writes', () => {
     assert.deepEqual(asked, [0, 2, 2, 2, 0]);
   });
 
+  test('summaries listed no more are let go of, those still listed kept', async () => {
+    const { Summaries } = createRequire(import.meta.url)('../js/summaries.js');
+    const summaries = new Summaries();
+    const asked = [];
+    const answers = [];
+    const fetch = (known) => {
+      asked.push(known);
+      return answers.shift();
+    };
+    // Four answers of 100 summaries each, every one rewritten since the last (new stamps), the
+    // first of them ("keep") never rewritten.
+    let next = 1;
+    const keep = next++;
+    for (let round = 0; round < 4; round++) {
+      const rows = [[keep, { id: 'keep' }], ...Array.from({ length: 99 }, (_, i) => [next++, { id: `s${i}`, round }])];
+      answers.push(JSON.stringify([next - 1, round === 0 ? rows : [keep, ...rows.slice(1)]]));
+      const list = await summaries.list(fetch);
+      assert.equal(list.length, 100);
+      assert.deepEqual(list[1], { id: 's0', round });
+    }
+    // The summaries of the first round are let go of: an answer naming one is asked again whole.
+    answers.push(`[${next - 1},[${keep},2]]`, JSON.stringify([next - 1, [[keep, { id: 'keep' }]]]));
+    assert.deepEqual(await summaries.list(fetch), [{ id: 'keep' }]);
+    assert.deepEqual(asked.slice(-2), [next - 1, 0]);
+    // The last list's stamps are kept.
+    answers.push(`[${next - 1},[${keep}]]`);
+    assert.deepEqual(await summaries.list(fetch), [{ id: 'keep' }]);
+  });
+
   test('an answer naming a summary no longer kept is asked again whole', async () => {
     const { Summaries } = createRequire(import.meta.url)('../js/summaries.js');
     const summaries = new Summaries();
