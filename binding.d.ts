@@ -59,7 +59,8 @@ export declare class NativeManager {
   list(): Promise<Settled<string>>
   /**
    * `list()` for a caller that keeps the summaries it was given (`js/summaries.js`): `[stamp,
-   * rows]`, the summaries stamped at most `known` left out (see `SessionStore::list_since`).
+   * rows]`, the summaries stamped at most `known` left out, or `[stamp]` alone when nothing
+   * changed since `known` (see `SessionStore::list_since`).
    */
   listSince(known: number): Promise<Settled<string>>
   /**
@@ -222,7 +223,8 @@ export declare class NativeStore {
   list(): Promise<Settled<string>>
   /**
    * `list()` for a caller that keeps the summaries it was given (`js/summaries.js`): `[stamp,
-   * rows]`, the summaries stamped at most `known` left out (see `SessionStore::list_since`).
+   * rows]`, the summaries stamped at most `known` left out, or `[stamp]` alone when nothing
+   * changed since `known` (see `SessionStore::list_since`).
    */
   listSince(known: number): Promise<Settled<string>>
   /** `getResumeState(id)`: the state as JSON, or nothing. */

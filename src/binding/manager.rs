@@ -304,7 +304,8 @@ impl NativeManager {
     }
 
     /// `list()` for a caller that keeps the summaries it was given (`js/summaries.js`): `[stamp,
-    /// rows]`, the summaries stamped at most `known` left out (see `SessionStore::list_since`).
+    /// rows]`, the summaries stamped at most `known` left out, or `[stamp]` alone when nothing
+    /// changed since `known` (see `SessionStore::list_since`).
     #[napi]
     pub async fn list_since(&self, known: f64) -> Settled<String> {
         guard(self.manager.list_since(super::store::stamp(known))).await

@@ -182,7 +182,8 @@ impl NativeStore {
     }
 
     /// `list()` for a caller that keeps the summaries it was given (`js/summaries.js`): `[stamp,
-    /// rows]`, the summaries stamped at most `known` left out (see `SessionStore::list_since`).
+    /// rows]`, the summaries stamped at most `known` left out, or `[stamp]` alone when nothing
+    /// changed since `known` (see `SessionStore::list_since`).
     #[napi]
     pub async fn list_since(&self, known: f64) -> Settled<String> {
         guard(self.store.list_since(stamp(known))).await
