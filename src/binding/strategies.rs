@@ -44,7 +44,7 @@ use super::host::Host;
 use super::protocol::{HostOp, SandboxGiven};
 use super::sandbox::{NativeSandboxProvider, NativeSandboxSession};
 use crate::engine::error::{Result, SessionError};
-use crate::engine::input::{self, Count, Flag, Port};
+use crate::engine::input::{self, Count, Flag, GivenText, Port};
 use crate::engine::lease::{Lease, SandboxRef, SessionSandboxes};
 use crate::engine::sandbox::per_session::{ProviderMaker, SandboxMaker, SandboxPerSession};
 use crate::engine::sandbox::shared::{
@@ -319,15 +319,14 @@ impl NativeSessionSandboxes {
 
     /// A sandbox for session `sessionId` (`resume` when it comes back from suspended).
     #[napi]
-    pub async fn acquire(&self, session_id: String, resume: Option<bool>) -> Settled<NativeLease> {
+    pub async fn acquire(
+        &self,
+        #[napi(ts_arg_type = "unknown")] session_id: GivenText,
+        resume: Option<bool>,
+    ) -> Settled<NativeLease> {
         let strategy = self.strategy.clone();
         guard(async move {
-            if session_id.is_empty() {
-                return Err(SessionError::input(
-                    "sessionId",
-                    "sessionId must be a non-empty string.",
-                ));
-            }
+            let session_id = input::session_id(session_id, "sessionId")?;
             let lease = strategy
                 .acquire(&session_id, resume.unwrap_or(false))
                 .await?;
@@ -338,9 +337,16 @@ impl NativeSessionSandboxes {
 
     /// Frees what is kept for suspended session `sessionId`, which ends.
     #[napi]
-    pub async fn discard(&self, session_id: String) -> Settled<()> {
+    pub async fn discard(
+        &self,
+        #[napi(ts_arg_type = "unknown")] session_id: GivenText,
+    ) -> Settled<()> {
         let strategy = self.strategy.clone();
-        guard(async move { strategy.discard(&session_id).await }).await
+        guard(async move {
+            let session_id = input::session_id(session_id, "sessionId")?;
+            strategy.discard(&session_id).await
+        })
+        .await
     }
 
     /// Stops what the strategy keeps running.
