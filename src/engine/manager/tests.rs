@@ -19,7 +19,8 @@ use crate::engine::store::memory::MemoryStore;
 use crate::engine::ui::UiChunk;
 
 /// An agent whose turns answer `You said: <prompt>`; a prompt `hang` waits for an abort; a prompt
-/// `pause` asks an approval and leaves the harness session with an unfinished turn.
+/// `pause` asks an approval and leaves the harness session with an unfinished turn; a prompt
+/// `refuse` is refused before any stream (as `agent.stream()` rejecting).
 #[derive(Default)]
 struct ScriptedAgent {
     opened: AtomicUsize,
@@ -72,6 +73,9 @@ impl HarnessSession for ScriptedSession {
             TurnInput::Continue { .. } => "continued".into(),
         };
         self.prompts.lock().unwrap().push(prompt.clone());
+        if prompt == "refuse" {
+            return Err(SessionError::host("the agent refused the turn"));
+        }
         self.unfinished.store(prompt == "pause", Ordering::SeqCst);
         let (abort, mut aborted) = tokio::sync::watch::channel(None);
         tokio::spawn(async move {
@@ -308,6 +312,29 @@ async fn wait_turn(world: &World, turn_id: u64) -> SessionSummary {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     panic!("turn {turn_id} never finished");
+}
+
+#[tokio::test]
+async fn a_refused_turn_fails_its_caller_and_sends_nothing_to_a_client() {
+    let w = world(None, ManagerOptions::default(), None);
+    w.manager.create("r".into(), json!({})).await.unwrap();
+    until_status(&w.manager, "r", SessionStatus::Idle).await;
+    let refused = w.manager.send("r", send(1, "refuse")).await.unwrap_err();
+    assert_eq!(refused, SessionError::host("the agent refused the turn"));
+    let record = w.manager.get("r").await.unwrap().unwrap();
+    assert_eq!(record.summary.status, SessionStatus::Idle);
+    assert_eq!(
+        record.summary.error.as_deref(),
+        Some("the agent refused the turn")
+    );
+    assert_eq!(record.summary.turns, 0, "a refused turn does not count");
+    // The caller was told; the turn's client stream is the caller's to drop.
+    assert!(!w.recorder.delivered.lock().unwrap().contains_key(&1));
+    assert!(!w.recorder.finished.lock().unwrap().contains_key(&1));
+    // The next turn goes as any other.
+    w.manager.send("r", send(2, "hello")).await.unwrap();
+    assert_eq!(wait_turn(&w, 2).await.status, SessionStatus::Idle);
+    w.manager.shutdown().await.unwrap();
 }
 
 #[tokio::test]

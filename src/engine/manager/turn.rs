@@ -701,7 +701,7 @@ impl Inner {
 
     /// Ends the turn, the caller holding the command lock: `awaiting-input` when the harness
     /// session still holds an unfinished turn, `idle` otherwise, however the turn ended; written,
-    /// then the client told. A turn cut short by a close or a shutdown writes nothing itself:
+    /// then the client told (a turn the agent refused has none: its caller is told instead). A turn cut short by a close or a shutdown writes nothing itself:
     /// whoever ends the session writes it and finishes the client.
     async fn finish_turn(
         self: &Arc<Self>,
@@ -837,23 +837,30 @@ impl Inner {
                 }
             }
         };
-        if read.tell_client {
-            if let Some(failure) = read.failure.as_ref() {
-                let text = self.seams.hooks.client_message(failure).await;
-                closing.push(UiChunk::error(text));
+        // A turn the agent refused has no reader: its `send()` or `continue()` fails with the
+        // refusal, and the caller drops the client stream; nothing crosses to it.
+        let has_reader = read.got_stream;
+        if has_reader {
+            if read.tell_client {
+                if let Some(failure) = read.failure.as_ref() {
+                    let text = self.seams.hooks.client_message(failure).await;
+                    closing.push(UiChunk::error(text));
+                }
+            }
+            if let Some(finish) = read.finish {
+                closing.push(finish);
+            }
+            if !closing.is_empty() && !gone {
+                self.seams.clients.deliver(turn_id, closing);
             }
         }
-        if let Some(finish) = read.finish {
-            closing.push(finish);
-        }
-        if !closing.is_empty() && !gone {
-            self.seams.clients.deliver(turn_id, closing);
-        }
         lock(&self.registry).turns.remove(&turn_id);
-        if let Some(verdict) = verdict.as_ref() {
-            self.seams.clients.answer(turn_id, &verdict.to_json());
+        if has_reader {
+            if let Some(verdict) = verdict.as_ref() {
+                self.seams.clients.answer(turn_id, &verdict.to_json());
+            }
+            self.seams.clients.finish(turn_id, &summary);
         }
-        self.seams.clients.finish(turn_id, &summary);
         entry.notify();
         timers::arm_idle(self, entry);
     }
