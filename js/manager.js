@@ -387,9 +387,9 @@ function turnOptions(options) {
   return { instructionAddendum: data(read.instructionAddendum, 'instructionAddendum'), limits: data(read.limits, 'limits'), output };
 }
 
-/** Whether `error` (from the native manager) is a command or message its caller cut before it started. */
+/** Whether `error` (from the native manager) is a command or message its caller cut before it started: its code says so. */
 function isCutBeforeStart(error) {
-  return typeof error?.message === 'string' && error.message.includes('cut short by its caller before it started');
+  return error?.code === 'SESSION_CUT_BEFORE_START';
 }
 
 /** What a manager holds, for tests and benchmarks: `manager[DIAGNOSTICS]()`. */

@@ -45,8 +45,6 @@ pub const MOST_OUTPUT_BYTES: u64 = 64 << 20;
 pub(super) const MOST_COMMAND_BYTES: usize = 256_000;
 /// The longest key, in bytes.
 pub(super) const MOST_KEY_BYTES: usize = 1_024;
-/// The words of a command, or a message, cut by its caller before it started.
-pub(super) const CUT_BEFORE_START: &str = "It was cut short by its caller before it started.";
 /// The words of a key given again with another command.
 pub(super) const KEY_OF_ANOTHER_COMMAND: &str =
     "This key was given to another command: a key always names the same command.";
@@ -86,7 +84,7 @@ pub(super) async fn cancellable<T>(
     work: impl Future<Output = T>,
 ) -> Result<T> {
     if *cancel.borrow() {
-        return Err(SessionError::host(CUT_BEFORE_START));
+        return Err(SessionError::CutBeforeStart);
     }
     let cut = async {
         if cancel.wait_for(|cut| *cut).await.is_err() {
@@ -95,7 +93,7 @@ pub(super) async fn cancellable<T>(
     };
     tokio::select! {
         value = work => Ok(value),
-        () = cut => Err(SessionError::host(CUT_BEFORE_START)),
+        () = cut => Err(SessionError::CutBeforeStart),
     }
 }
 
