@@ -180,8 +180,11 @@ export declare class NativeSandboxSession {
   nativeStop(): Promise<Settled<undefined>>
   /** Stops and removes the sandbox (or, for a fork, its working directory). */
   nativeDestroy(): Promise<Settled<undefined>>
-  /** A view of the same sandbox with its own ports and working directory. */
-  nativeFork(options?: ForkInit | undefined | null): Promise<Settled<NativeSandboxSession>>
+  /**
+   * A view of the same sandbox with its own ports and working directory: `{ ports?,
+   * workingDirectory? }` as JSON.
+   */
+  nativeFork(optionsJson: string): Promise<Settled<NativeSandboxSession>>
 }
 
 /** A strategy of the engine's own: `sharedSandbox()` or `sandboxPerSession()`. */
@@ -318,14 +321,6 @@ export declare function createSandboxPerSession(host: (arg: string) => Promise<s
  * repeated ports are refused at once (`js/strategies.js` throws them as a `TypeError`).
  */
 export declare function createSharedSandbox(host: (arg: string) => Promise<string>, optionsJson: string): NativeSessionSandboxes
-
-/** What `fork()` takes. */
-export interface ForkInit {
-  /** The ports of the new view. */
-  ports?: Array<number>
-  /** Its working directory, absolute or relative to the forked view's. */
-  workingDirectory?: string
-}
 
 /** The version of the native addon. */
 export declare function nativeVersion(): string

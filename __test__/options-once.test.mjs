@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createMemorySessionStore, createSqliteSessionStore, sandboxPerSession, SessionError, SessionInputError } from '../index.js';
+import { createMemorySessionStore, createSqliteSessionStore, localSandbox, sandboxPerSession, SessionError, SessionInputError } from '../index.js';
 import { createFakeSandbox } from '../testing/index.mjs';
 import { testManager, untilStatus } from './support/sessions.mjs';
 
@@ -188,6 +188,36 @@ describe("the SQLite store's encryption key", () => {
     } finally {
       if (saved === undefined) delete process.env.HARNESS_SESSIONS_ENCRYPTION_KEY;
       else process.env.HARNESS_SESSIONS_ENCRYPTION_KEY = saved;
+    }
+  });
+});
+
+describe("a sandbox's fork()", () => {
+  test('ports and workingDirectory are checked by the engine, as sharedSandbox() checks its ports', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hs-fork-'));
+    const session = await localSandbox({ root: dir }).createSession({ sessionId: 'f' });
+    try {
+      const cases = [
+        [{ ports: [4001, 0] }, 'ports[1]', 'ports[1] must be a port number (1 to 65535), not 0'],
+        [{ ports: [70000] }, 'ports[0]', 'ports[0] must be a port number (1 to 65535), not 70000'],
+        [{ ports: [4001.5] }, 'ports[0]', 'ports[0] must be a port number (1 to 65535), not 4001.5'],
+        [{ ports: '1' }, 'ports', /^ports must be/],
+        [{ workingDirectory: 1 }, 'workingDirectory', /^workingDirectory must be/],
+      ];
+      for (const [options, path, message] of cases) {
+        await assert.rejects(session.fork(options), (error) => {
+          assert.ok(SessionInputError.isInstance(error), `${JSON.stringify(options)}: ${error}`);
+          assert.equal(error.path, path);
+          if (typeof message === 'string') assert.equal(error.message, message);
+          else assert.match(error.message, message);
+          return true;
+        });
+      }
+      const fork = await session.fork({ ports: null, workingDirectory: null });
+      assert.equal(typeof fork.id, 'string');
+    } finally {
+      await session.destroy();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

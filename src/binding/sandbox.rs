@@ -133,13 +133,16 @@ pub struct CommandInit {
     pub env: Option<HashMap<String, String>>,
 }
 
-/// What `fork()` takes.
-#[napi(object)]
-pub struct ForkInit {
+/// What `fork()` takes, as JSON: each option checked here, once.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ForkInit {
     /// The ports of the new view.
-    pub ports: Option<Vec<u32>>,
+    #[serde(default, deserialize_with = "input::present")]
+    ports: Option<Vec<Port>>,
     /// Its working directory, absolute or relative to the forked view's.
-    pub working_directory: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
+    working_directory: Option<String>,
 }
 
 /// How to connect to a port.
@@ -160,22 +163,6 @@ pub struct CommandResult {
     pub stdout: String,
     /// Standard error, as text.
     pub stderr: String,
-}
-
-fn ports_from(ports: Option<Vec<u32>>, at: &str) -> Result<Vec<u16>, SessionError> {
-    ports
-        .unwrap_or_default()
-        .into_iter()
-        .enumerate()
-        .map(|(index, port)| {
-            u16::try_from(port).map_err(|_| {
-                SessionError::input(
-                    format!("{at}[{index}]"),
-                    format!("{at}[{index}]: {port} is not a port number (1 to 65535)."),
-                )
-            })
-        })
-        .collect()
 }
 
 fn docker_options(init: DockerSandboxInit) -> DockerSandboxOptions {
@@ -456,17 +443,15 @@ impl NativeSandboxSession {
         guard(async move { inner.destroy().await }).await
     }
 
-    /// A view of the same sandbox with its own ports and working directory.
+    /// A view of the same sandbox with its own ports and working directory: `{ ports?,
+    /// workingDirectory? }` as JSON.
     #[napi]
-    pub async fn native_fork(&self, options: Option<ForkInit>) -> Settled<NativeSandboxSession> {
+    pub async fn native_fork(&self, options_json: String) -> Settled<NativeSandboxSession> {
         let inner = self.inner.clone();
         guard(async move {
-            let options = options.unwrap_or(ForkInit {
-                ports: None,
-                working_directory: None,
-            });
+            let options: ForkInit = input::read_json(&options_json, "options", "fork()")?;
             let fork = ForkOptions {
-                ports: ports_from(options.ports, "ports")?,
+                ports: options.ports.map(input::ports).unwrap_or_default(),
                 working_directory: options.working_directory,
             };
             inner.fork(fork).await.map(NativeSandboxSession::new)
