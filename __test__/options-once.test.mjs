@@ -101,7 +101,13 @@ describe('session ids', () => {
         for (const method of ['get', 'getResumeState', 'delete']) {
           for (const [id, message] of badIds('id')) await rejectsAt(() => store[method](id), 'id', message, `${kind} ${method}(${label(id)})`);
         }
+        for (const record of [null, undefined, 5, 'record', [], { id: 'no-status' }]) {
+          const saving = store.save(record);
+          assert.ok(saving instanceof Promise, `${kind} save(${label(record)}): a promise`);
+          await assert.rejects(saving, (error) => SessionInputError.isInstance(error) && error.path === 'record' && /^record is not a valid session record/.test(error.message));
+        }
         assert.equal((await store.get('ok\ufffd')).id, 'ok\ufffd', `${kind}: the record is still there`);
+        assert.equal((await store.list()).length, 1, `${kind}: nothing else was saved`);
       }
     } finally {
       await stores.sqlite.close();

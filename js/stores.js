@@ -64,7 +64,7 @@ function wrap(nativeStore) {
     [NATIVE_STORE]: nativeStore,
     save: (record, resumeState) =>
       settle(() => {
-        need(record !== null && typeof record === 'object', 'record', 'record must be a session record');
+        // Its shape is the engine's to check (a `SessionRecord`), refused at `record`.
         const text = toJson(record, 'record');
         const state = resumeState === undefined ? null : toJson(resumeState, 'resumeState');
         return methods.save(text, state);
