@@ -144,14 +144,14 @@ export declare class NativeSandboxProvider {
   /** `harness-sessions.docker` or `harness-sessions.local`. */
   get providerId(): string
   /** Creates the sandbox of `sessionId` (a fresh name without one). */
-  createSession(sessionId?: string | undefined | null): Promise<Settled<NativeSandboxSession>>
+  createSession(sessionId: string | null): Promise<Settled<NativeSandboxSession>>
   /** The sandbox of `sessionId`, started again if it was stopped. */
   resumeSession(sessionId: string): Promise<Settled<NativeSandboxSession>>
   /**
    * The sandbox named `name` (default: the provider's `name` option, or `shared`), found
    * again or created: the sandbox `sharedSandbox()` forks.
    */
-  open(name?: string | undefined | null): Promise<Settled<NativeSandboxSession>>
+  open(name: string | null): Promise<Settled<NativeSandboxSession>>
 }
 
 /** A view of a sandbox. `js/sandbox.js` adds the `HarnessV1NetworkSandboxSession` methods. */

@@ -227,3 +227,21 @@ describe("a sandbox's fork()", () => {
     }
   });
 });
+
+describe('a sandbox provider', () => {
+  test('a session id or name with a lone surrogate is refused, never taken for the one with U+FFFD', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hs-names-'));
+    const provider = localSandbox({ root: dir });
+    const session = await provider.createSession({ sessionId: 'n\ufffd' });
+    try {
+      const lone = 'sessionId must be well-formed text (it holds a lone surrogate)';
+      await rejectsAt(() => provider.createSession({ sessionId: 'n\udc00' }), 'sessionId', lone, 'createSession');
+      await rejectsAt(() => provider.resumeSession({ sessionId: 'n\udc00' }), 'sessionId', lone, 'resumeSession');
+      await rejectsAt(() => provider({ name: 'n\ud800' }), 'name', 'name must be well-formed text (it holds a lone surrogate)', 'open');
+      assert.equal((await provider.resumeSession({ sessionId: 'n\ufffd' })).id, session.id);
+    } finally {
+      await session.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use super::error::{guard, guard_sync, Settled};
 use crate::engine::error::SessionError;
-use crate::engine::input::{self, Count, Flag, Number, Port};
+use crate::engine::input::{self, Count, Flag, GivenText, Number, Port};
 use crate::engine::sandbox::docker::{self, DockerSandbox, DockerSandboxOptions, NetworkMode};
 use crate::engine::sandbox::local::{LocalSandbox, LocalSandboxOptions};
 use crate::engine::sandbox::{Command, ForkOptions, PortProtocol, SandboxProvider, SandboxSession};
@@ -275,10 +275,12 @@ impl NativeSandboxProvider {
     #[napi]
     pub async fn create_session(
         &self,
-        session_id: Option<String>,
+        #[napi(ts_arg_type = "string | null")] session_id: GivenText,
     ) -> Settled<NativeSandboxSession> {
         let inner = self.inner.clone();
         guard(async move {
+            // A lone surrogate would be read as U+FFFD: another session's sandbox.
+            let session_id = input::optional_text(session_id, "sessionId")?;
             inner
                 .create(session_id.as_deref())
                 .await
@@ -289,9 +291,14 @@ impl NativeSandboxProvider {
 
     /// The sandbox of `sessionId`, started again if it was stopped.
     #[napi]
-    pub async fn resume_session(&self, session_id: String) -> Settled<NativeSandboxSession> {
+    pub async fn resume_session(
+        &self,
+        #[napi(ts_arg_type = "string")] session_id: GivenText,
+    ) -> Settled<NativeSandboxSession> {
         let inner = self.inner.clone();
         guard(async move {
+            let session_id = input::optional_text(session_id, "sessionId")?
+                .ok_or_else(|| SessionError::input("sessionId", "sessionId: expected a string."))?;
             inner
                 .resume(&session_id)
                 .await
@@ -303,10 +310,17 @@ impl NativeSandboxProvider {
     /// The sandbox named `name` (default: the provider's `name` option, or `shared`), found
     /// again or created: the sandbox `sharedSandbox()` forks.
     #[napi]
-    pub async fn open(&self, name: Option<String>) -> Settled<NativeSandboxSession> {
+    pub async fn open(
+        &self,
+        #[napi(ts_arg_type = "string | null")] name: GivenText,
+    ) -> Settled<NativeSandboxSession> {
         let inner = self.inner.clone();
-        let name = name.unwrap_or_else(|| self.shared_name.clone());
-        guard(async move { inner.open(&name).await.map(NativeSandboxSession::new) }).await
+        let shared_name = self.shared_name.clone();
+        guard(async move {
+            let name = input::optional_text(name, "name")?.unwrap_or(shared_name);
+            inner.open(&name).await.map(NativeSandboxSession::new)
+        })
+        .await
     }
 }
 

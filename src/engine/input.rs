@@ -284,6 +284,19 @@ fn not_an_id(path: &str) -> SessionError {
     SessionError::input(path, format!("{path} must be a non-empty string"))
 }
 
+/// The text `given` at `path`, `None` when it is not text at all (the caller decides whether that
+/// is allowed).
+///
+/// # Errors
+/// [`SessionError::Input`] at `path` for a string with a lone surrogate.
+pub fn optional_text(given: GivenText, path: &str) -> Result<Option<String>> {
+    match given {
+        GivenText::Text(text) => Ok(Some(text)),
+        GivenText::NotText => Ok(None),
+        GivenText::LoneSurrogate => Err(lone_surrogate(path)),
+    }
+}
+
 /// The path of a file `given` at `path`: a non-empty string of well-formed text with no NUL,
 /// resolved against the working directory when relative.
 ///
