@@ -412,4 +412,55 @@ mod tests {
         assert_eq!(ports(sample.ports.unwrap()), vec![1, 65535]);
         assert_eq!(sample.env.unwrap()["A"], "a");
     }
+
+    #[test]
+    fn a_session_id_is_non_empty_well_formed_text() {
+        assert_eq!(
+            session_id(GivenText::Text("a".into()), "id"),
+            Ok("a".into())
+        );
+        assert_eq!(
+            session_id(GivenText::Text("a\u{FFFD}".into()), "id"),
+            Ok("a\u{FFFD}".into()),
+            "U+FFFD itself is text like any other"
+        );
+        for (given, message) in [
+            (
+                GivenText::Text(String::new()),
+                "sessionId must be a non-empty string",
+            ),
+            (GivenText::NotText, "sessionId must be a non-empty string"),
+            (
+                GivenText::LoneSurrogate,
+                "sessionId must be well-formed text (it holds a lone surrogate)",
+            ),
+        ] {
+            assert_eq!(
+                session_id(given, "sessionId"),
+                Err(SessionError::input("sessionId", message))
+            );
+        }
+        assert_eq!(optional_text(GivenText::NotText, "name"), Ok(None));
+        assert!(optional_text(GivenText::LoneSurrogate, "name").is_err());
+    }
+
+    #[test]
+    fn a_file_path_is_resolved_and_never_empty_nor_holding_a_nul() {
+        let path = file_path(GivenText::Text("x.db".into()), "path").unwrap();
+        assert!(path.is_absolute() && path.ends_with("x.db"));
+        for given in [
+            GivenText::Text(String::new()),
+            GivenText::Text("a\0b".into()),
+            GivenText::NotText,
+            GivenText::LoneSurrogate,
+        ] {
+            assert_eq!(
+                file_path(given, "path"),
+                Err(SessionError::input(
+                    "path",
+                    "path must be the path of a file"
+                ))
+            );
+        }
+    }
 }
