@@ -536,8 +536,8 @@ impl Inner {
                         read.cut_past_steps(slot);
                         dirty = true;
                     }
-                    Some(TurnReport::Json(text)) => {
-                        match serde_json::from_str::<Vec<UiChunk>>(&text) {
+                    Some(TurnReport::Encoded(encoded)) => {
+                        match encoded.decode() {
                             Ok(chunks) => {
                                 self.take_chunks(entry, chunks, read);
                                 read.cut_past_steps(slot);
