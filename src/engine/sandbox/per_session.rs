@@ -263,7 +263,7 @@ mod tests {
             })
             .expect("valid options"),
         );
-        let registry = Handouts::new();
+        let registry = Handouts::<Arc<dyn SandboxSession>>::new();
         let strategy = SandboxPerSession::new(
             Arc::new(ProviderMaker::new(
                 provider.clone(),
@@ -307,7 +307,7 @@ mod tests {
                 })
                 .expect("valid options"),
             ),
-            Arc::new(Handouts::new()),
+            Arc::new(Handouts::<Arc<dyn SandboxSession>>::new()),
         ));
         assert!(matches!(
             SandboxPerSession::new(maker, Some(0)),
