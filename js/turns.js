@@ -11,6 +11,7 @@
 
 const { keeper, SessionOutputError } = require('./errors.js');
 const { hold } = require('./keep-alive.js');
+const { ReadAhead } = require('./read-ahead.js');
 
 /** The most chunks a batch holds before it is reported. */
 const BATCH = 512;
@@ -231,8 +232,9 @@ class Turns {
       native.feed(turnId, json);
     };
     let thrown;
-    const reader = stream.getReader();
+    let reader;
     try {
+      reader = new ReadAhead(stream);
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
@@ -261,6 +263,7 @@ class Turns {
     } catch (error) {
       thrown = error;
     }
+    reader?.stop();
     try {
       flush();
     } catch (error) {
