@@ -19,7 +19,7 @@ use super::host::{host_failure, Host};
 use super::seams::{Feeds, JsAgent, JsClients, JsHooks, JsSandboxes, JsStore};
 use super::store::NativeStore;
 use super::strategies::NativeSessionSandboxes;
-use crate::engine::agent::{TurnEnd, TurnFailure, TurnReport};
+use crate::engine::agent::{EncodedChunks, TurnEnd, TurnFailure, TurnReport};
 use crate::engine::error::{Result, SessionError};
 use crate::engine::input::{self, Bytes, Count, Flag, GivenText, Millis};
 use crate::engine::manager::{
@@ -28,6 +28,7 @@ use crate::engine::manager::{
 };
 use crate::engine::session::import;
 use crate::engine::store::SessionStore;
+use crate::engine::ui::UiChunk;
 
 /// The function of `update()` given by the application, wrapped by `index.js`: metadata JSON in,
 /// new metadata JSON out (`null` when the application's function threw).
@@ -103,6 +104,14 @@ fn read_options(json: &str) -> Result<(ManagerOptions, Option<u32>, bool)> {
 fn argument<T: DeserializeOwned>(json: &str, name: &str) -> Result<T> {
     serde_json::from_str(json)
         .map_err(|e| SessionError::input(name, format!("{name} is not valid JSON: {e}")))
+}
+
+/// Chunks as `feed()` gets them from JavaScript, `[chunk, ...]` as JSON text: decoded by the
+/// engine's turn loop, not on the JavaScript thread.
+fn json_chunks(text: String) -> EncodedChunks {
+    EncodedChunks::new(move || {
+        serde_json::from_str::<Vec<UiChunk>>(&text).map_err(|e| e.to_string())
+    })
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
@@ -523,7 +532,7 @@ impl NativeManager {
     #[napi]
     pub fn feed(&self, turn_id: u32, chunks_json: String) -> bool {
         match self.feeds.get(u64::from(turn_id)) {
-            Some(feed) => feed.report(TurnReport::Json(chunks_json)),
+            Some(feed) => feed.report(TurnReport::Encoded(json_chunks(chunks_json))),
             None => false,
         }
     }

@@ -17,12 +17,13 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
+use super::command_wait::{CommandWait, StartWait};
 use super::entry::{lock, Entry};
 use super::{timers, Inner, SessionManager};
 use crate::engine::agent::{CommandOutput, CommandRun};
 use crate::engine::error::{Result, SessionError};
 use crate::engine::session::lifecycle::{decide, Command, Decision, Input};
-use crate::engine::session::{ExecResult, KeyedCommand, SessionStatus};
+use crate::engine::session::{ExecResult, KeyedCommand};
 
 /// What `exec()` is given.
 #[derive(Debug, Clone)]
@@ -204,9 +205,9 @@ impl Inner {
         request: ExecRequest,
         cancel: &mut watch::Receiver<bool>,
     ) -> Result<ExecResult> {
-        let mut brought_back = false;
+        let mut wait = CommandWait::new(entry, cancel, StartWait::Cuttable);
         loop {
-            let guard = cancellable(cancel, entry.commands.lock()).await?;
+            let guard = wait.lock().await?;
             self.load(entry).await?;
             let (status, error, kept) = {
                 let state = entry.state();
@@ -230,34 +231,12 @@ impl Inner {
                     KEY_OF_ANOTHER_COMMAND,
                 ));
             }
-            let refuse = || SessionError::in_status(&entry.id, status, error.as_deref());
             match decide(status, Input::Command(Command::Exec)) {
                 Decision::RunCommand => return self.run_command(entry, request).await,
-                Decision::WaitReady => {
-                    drop(guard);
-                    cancellable(cancel, self.wait_while(entry, SessionStatus::Preparing)).await?;
+                other => {
+                    wait.follow(self, guard, other, status, error.as_deref())
+                        .await?
                 }
-                Decision::WaitTurnOver => {
-                    drop(guard);
-                    cancellable(cancel, self.wait_while(entry, SessionStatus::Busy)).await?;
-                }
-                Decision::Resume | Decision::StartAgain if brought_back => return Err(refuse()),
-                Decision::Resume | Decision::StartAgain
-                    if self.shut_down.load(std::sync::atomic::Ordering::SeqCst) =>
-                {
-                    return Err(SessionError::ShutDown)
-                }
-                Decision::Resume | Decision::StartAgain => {
-                    let resuming = status == SessionStatus::Suspended;
-                    self.bring_back(entry, resuming).await?;
-                    brought_back = true;
-                    drop(guard);
-                    cancellable(cancel, self.wait_while(entry, SessionStatus::Preparing)).await?;
-                }
-                Decision::Refuse(Some(words)) => {
-                    return Err(SessionError::conflict(&entry.id, status, words))
-                }
-                _ => return Err(refuse()),
             }
         }
     }

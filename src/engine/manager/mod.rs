@@ -7,6 +7,7 @@
 //! failed, interrupted) are not held in memory: the store has them.
 
 mod bounds;
+mod command_wait;
 mod entry;
 mod exec;
 mod journal;

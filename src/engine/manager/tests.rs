@@ -11,7 +11,8 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::engine::agent::{
-    HarnessSession, OpenRequest, TurnControl, TurnEnd, TurnFeed, TurnInput, TurnReport, TurnStart,
+    EncodedChunks, HarnessSession, OpenRequest, TurnControl, TurnEnd, TurnFeed, TurnInput,
+    TurnReport, TurnStart,
 };
 use crate::engine::lease::{Lease, SandboxRef};
 use crate::engine::session::answers;
@@ -61,6 +62,13 @@ impl TurnControl for Abort {
     }
 }
 
+/// Chunks reported as JSON text, decoded by the engine as the binding's are.
+fn encoded(text: String) -> TurnReport {
+    TurnReport::Encoded(EncodedChunks::new(move || {
+        serde_json::from_str(&text).map_err(|e| e.to_string())
+    }))
+}
+
 fn chunk(value: Value) -> UiChunk {
     UiChunk::from_value(value).expect("a chunk")
 }
@@ -84,7 +92,7 @@ impl HarnessSession for ScriptedSession {
                 chunk(json!({"type": "start-step"})),
             ]));
             if prompt == "pause" {
-                feed.report(TurnReport::Json(
+                feed.report(encoded(
                     json!([
                         {"type": "tool-input-available", "toolCallId": "c1", "toolName": "bash", "input": {"command": "ls"}},
                         {"type": "tool-approval-request", "approvalId": "a1", "toolCallId": "c1"},
@@ -105,7 +113,7 @@ impl HarnessSession for ScriptedSession {
                 feed.report(TurnReport::End(TurnEnd::default()));
                 return;
             }
-            feed.report(TurnReport::Json(
+            feed.report(encoded(
                 json!([
                     {"type": "text-start", "id": "t"},
                     {"type": "text-delta", "id": "t", "delta": format!("You said: {prompt}")},
