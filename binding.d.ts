@@ -52,9 +52,9 @@ export declare class NativeManager {
    * `create({ id, metadata, initialHistory? })`: the session, as JSON. `history_json` is
    * `{ items, messageIds }`: the imported transcript, and an id for each message it may make.
    */
-  create(id: string, metadataJson: string, historyJson?: string | undefined | null): Promise<Settled<string>>
+  create(id: unknown, metadataJson: string, historyJson?: string | undefined | null): Promise<Settled<string>>
   /** `get(id)`: the record as JSON, or nothing. */
-  get(id: string): Promise<Settled<string | undefined | null>>
+  get(id: unknown): Promise<Settled<string | undefined | null>>
   /** `list()`: the summaries as JSON. */
   list(): Promise<Settled<string>>
   /**
@@ -67,14 +67,14 @@ export declare class NativeManager {
    * `send(id, ...)`: `{ turnId, message, prompt?, replyId, messageId }` as JSON; answers
    * `{ messageId, session }`.
    */
-  send(id: string, requestJson: string): Promise<Settled<string>>
+  send(id: unknown, requestJson: string): Promise<Settled<string>>
   /**
    * `continue(id, ...)`: `{ turnId, message?, toolApprovalContinuations?,
    * toolResultContinuations? }` as JSON; answers `{ messageId, session }`.
    */
-  continue(id: string, requestJson: string): Promise<Settled<string>>
+  continue(id: unknown, requestJson: string): Promise<Settled<string>>
   /** `exec(id, ...)`: `{ execId, command, key?, maxOutputBytes? }` as JSON; answers the result. */
-  exec(id: string, requestJson: string): Promise<Settled<string>>
+  exec(id: unknown, requestJson: string): Promise<Settled<string>>
   /** Registers command or turn `id` before it is asked for, so that its caller can cut it. */
   willWait(id: number): void
   /** Forgets `id` registered by `willWait()` when its command or turn was never asked for. */
@@ -82,24 +82,29 @@ export declare class NativeManager {
   /** The caller of command or turn `id` cut it: if it still waits to start, it never does. */
   cancelWaiting(id: number): void
   /** `update(id, { metadata })`, the metadata as JSON. */
-  update(id: string, metadataJson: string): Promise<Settled<string>>
+  update(id: unknown, metadataJson: string): Promise<Settled<string>>
   /**
    * `update(id, { metadata: change })` with a function: under the session's command lock,
    * `change` is called with the metadata as they stand (JSON) and answers the new ones (JSON),
    * or `null` when the application's function threw (nothing changes then, and `index.js`
    * throws what it threw).
    */
-  updateWith(id: string, change: (metadataJson: string) => Promise<string | null>): Promise<Settled<string>>
+  updateWith(id: unknown, change: (metadataJson: string) => Promise<string | null>): Promise<Settled<string>>
   /** `interrupt(id)`. */
-  interrupt(id: string): Promise<Settled<undefined>>
+  interrupt(id: unknown): Promise<Settled<undefined>>
   /** Cuts turn `turn_id` short, if it is still under way: the caller's `abortSignal` fired. */
   cutTurn(turnId: number, reason: string): void
   /** `suspend(id)`. */
-  suspend(id: string): Promise<Settled<string>>
+  suspend(id: unknown): Promise<Settled<string>>
   /** `close(id)`. */
-  close(id: string): Promise<Settled<string>>
+  close(id: unknown): Promise<Settled<string>>
   /** `delete(id)`. */
-  delete(id: string): Promise<Settled<undefined>>
+  delete(id: unknown): Promise<Settled<undefined>>
+  /**
+   * Refuses `id` as every method taking a session id does, with nothing else done: for
+   * `reconnect()`, whose turns JavaScript keeps.
+   */
+  checkId(id: unknown): void
   /** `shutdown()`. */
   shutdown(): Promise<Settled<undefined>>
   /** What a turn's stream produced, `[chunk, ...]` as JSON: queued for the engine, nothing more. */
@@ -140,14 +145,14 @@ export declare class NativeSandboxProvider {
   /** `harness-sessions.docker` or `harness-sessions.local`. */
   get providerId(): string
   /** Creates the sandbox of `sessionId` (a fresh name without one). */
-  createSession(sessionId?: string | undefined | null): Promise<Settled<NativeSandboxSession>>
+  createSession(sessionId: string | null): Promise<Settled<NativeSandboxSession>>
   /** The sandbox of `sessionId`, started again if it was stopped. */
   resumeSession(sessionId: string): Promise<Settled<NativeSandboxSession>>
   /**
    * The sandbox named `name` (default: the provider's `name` option, or `shared`), found
    * again or created: the sandbox `sharedSandbox()` forks.
    */
-  open(name?: string | undefined | null): Promise<Settled<NativeSandboxSession>>
+  open(name: string | null): Promise<Settled<NativeSandboxSession>>
 }
 
 /** A view of a sandbox. `js/sandbox.js` adds the `HarnessV1NetworkSandboxSession` methods. */
@@ -176,8 +181,11 @@ export declare class NativeSandboxSession {
   nativeStop(): Promise<Settled<undefined>>
   /** Stops and removes the sandbox (or, for a fork, its working directory). */
   nativeDestroy(): Promise<Settled<undefined>>
-  /** A view of the same sandbox with its own ports and working directory. */
-  nativeFork(options?: ForkInit | undefined | null): Promise<Settled<NativeSandboxSession>>
+  /**
+   * A view of the same sandbox with its own ports and working directory: `{ ports?,
+   * workingDirectory? }` as JSON.
+   */
+  nativeFork(optionsJson: string): Promise<Settled<NativeSandboxSession>>
 }
 
 /** A strategy of the engine's own: `sharedSandbox()` or `sandboxPerSession()`. */
@@ -187,9 +195,9 @@ export declare class NativeSessionSandboxes {
   /** How many sandboxes are handed out now (held by a lease). */
   get handedOut(): number
   /** A sandbox for session `sessionId` (`resume` when it comes back from suspended). */
-  acquire(sessionId: string, resume?: boolean | undefined | null): Promise<Settled<NativeLease>>
+  acquire(sessionId: unknown, resume?: boolean | undefined | null): Promise<Settled<NativeLease>>
   /** Frees what is kept for suspended session `sessionId`, which ends. */
-  discard(sessionId: string): Promise<Settled<undefined>>
+  discard(sessionId: unknown): Promise<Settled<undefined>>
   /** Stops what the strategy keeps running. */
   shutdown(): Promise<Settled<undefined>>
   /** The native sandbox handed out as number `number`, as a new JavaScript object over it. */
@@ -209,16 +217,17 @@ export declare class NativeStore {
   static memory(): NativeStore
   /**
    * A SQLite store in the file at `path` (a relative one resolved against the working directory
-   * now), opened
-   * at its first use: the file created (mode 0600) when missing, with its missing parent
-   * folders (mode 0700); resume states are encrypted with `encryption_key` (32 bytes) when one
-   * is given. A bad path or an old SQLite fails the first call that uses the store.
+   * now), opened at its first use: the file created (mode 0600) when missing, with its missing
+   * parent folders (mode 0700); resume states are encrypted with `key` when one is given
+   * (`keyFrom`: the environment variable it was read from, `null` for the `encryptionKey`
+   * option; see `engine::store::sqlite::key`). `path` and `key` are read as JavaScript gave
+   * them, and checked here. A bad path or an old SQLite fails the first call that uses the store.
    */
-  static sqlite(path: string, encryptionKey?: Buffer | undefined | null): NativeStore
+  static sqlite(path: unknown, key: unknown, keyFrom?: string | undefined | null): NativeStore
   /** `save(record, resumeState?)`, both as JSON. */
   save(recordJson: string, resumeStateJson?: string | undefined | null): Promise<Settled<undefined>>
   /** `get(id)`: the record as JSON, or nothing. */
-  get(id: string): Promise<Settled<string | undefined | null>>
+  get(id: unknown): Promise<Settled<string | undefined | null>>
   /** `list()`: the summaries as JSON. */
   list(): Promise<Settled<string>>
   /**
@@ -228,9 +237,9 @@ export declare class NativeStore {
    */
   listSince(known: number): Promise<Settled<string>>
   /** `getResumeState(id)`: the state as JSON, or nothing. */
-  getResumeState(id: string): Promise<Settled<string | undefined | null>>
+  getResumeState(id: unknown): Promise<Settled<string | undefined | null>>
   /** `delete(id)`. */
-  delete(id: string): Promise<Settled<undefined>>
+  delete(id: unknown): Promise<Settled<undefined>>
   /**
    * Whether the store answers at once (the memory store): `index.js` then calls the `*Now`
    * methods, which do the work on the calling thread.
@@ -239,15 +248,15 @@ export declare class NativeStore {
   /** [`NativeStore::save`], done at once (an immediate store only). */
   saveNow(recordJson: string, resumeStateJson?: string | undefined | null): void
   /** [`NativeStore::get`], done at once (an immediate store only). */
-  getNow(id: string): string | null
+  getNow(id: unknown): string | null
   /** [`NativeStore::list`], done at once (an immediate store only). */
   listNow(): string
   /** [`NativeStore::list_since`], done at once (an immediate store only). */
   listSinceNow(known: number): string
   /** [`NativeStore::get_resume_state`], done at once (an immediate store only). */
-  getResumeStateNow(id: string): string | null
+  getResumeStateNow(id: unknown): string | null
   /** [`NativeStore::delete`], done at once (an immediate store only). */
-  deleteNow(id: string): void
+  deleteNow(id: unknown): void
   /**
    * `close()`: lets go of the store (the SQLite store closes its file, and frees it for
    * another store); later calls fail.
@@ -314,14 +323,6 @@ export declare function createSandboxPerSession(host: (arg: string) => Promise<s
  * repeated ports are refused at once (`js/strategies.js` throws them as a `TypeError`).
  */
 export declare function createSharedSandbox(host: (arg: string) => Promise<string>, optionsJson: string): NativeSessionSandboxes
-
-/** What `fork()` takes. */
-export interface ForkInit {
-  /** The ports of the new view. */
-  ports?: Array<number>
-  /** Its working directory, absolute or relative to the forked view's. */
-  workingDirectory?: string
-}
 
 /** The version of the native addon. */
 export declare function nativeVersion(): string

@@ -50,7 +50,10 @@ class Handles {
 /** The answer of a host operation that gave `value`. */
 const ok = (value) => JSON.stringify({ ok: true, value: value ?? null });
 
-/** The answer of a host operation that failed with `error`, kept for its caller to get back. */
-const failed = (error) => JSON.stringify({ ok: false, error: { message: messageOf(error), origin: keeper.keep(error) } });
+/** `error` as it crosses: its message, and the number it is kept under for its caller to get back. */
+const failure = (error) => ({ message: messageOf(error), origin: keeper.keep(error) });
 
-module.exports = { Handles, ok, failed };
+/** The answer of a host operation that failed with `error`. */
+const failed = (error) => JSON.stringify({ ok: false, error: failure(error) });
+
+module.exports = { Handles, ok, failed, failure };

@@ -11,7 +11,7 @@
  */
 
 const { keeper, fromDetails } = require('./errors.js');
-const { Handles, ok, failed } = require('./handles.js');
+const { Handles, ok, failed, failure } = require('./handles.js');
 
 const DONE = Promise.resolve('{"ok":true,"value":null}');
 
@@ -87,13 +87,26 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, clientMessa
         stderr: typeof result.stderr === 'string' ? result.stderr : '',
       };
     },
+    // A turn the agent refused (its stream() or continueStream() threw) is answered as data,
+    // `{ refused: { error, unfinished } }`, with what the engine asks next: the refusal crosses
+    // once, and the error (kept) is translated once, when send() or continue() rejects with it.
     async 'session.turn'(args) {
-      await turns.start(sessions.get(args.session), args);
-      return null;
+      const entry = sessions.get(args.session);
+      try {
+        await turns.start(entry, args);
+        return null;
+      } catch (error) {
+        const refused = { error: failure(error) };
+        try {
+          refused.unfinished = isUnfinished(entry.session);
+        } catch {
+          // Left out: the engine asks (`session.unfinished`), and reports what it throws.
+        }
+        return { refused };
+      }
     },
     'session.unfinished'({ session }) {
-      const { session: handle } = sessions.get(session);
-      return typeof handle.hasUnfinishedTurn === 'function' && handle.hasUnfinishedTurn() === true;
+      return isUnfinished(sessions.get(session).session);
     },
     async 'session.stop'({ session }) {
       const entry = sessions.take(session);
@@ -183,6 +196,11 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, clientMessa
   const host = dispatcher(ops, 'the host');
   host.handles = () => ({ agents: agents.size, sessions: sessions.size, leases: leases.size });
   return host;
+}
+
+/** Whether harness session `handle` has a turn it did not finish. */
+function isUnfinished(handle) {
+  return typeof handle.hasUnfinishedTurn === 'function' && handle.hasUnfinishedTurn() === true;
 }
 
 /**

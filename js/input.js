@@ -130,12 +130,6 @@ function read(value, name, path) {
   }
 }
 
-/** An id: a non-empty string of well-formed UTF-16 (a lone surrogate would reach Rust changed). */
-function checkId(id, path = 'id') {
-  need(typeof id === 'string' && id.length > 0, path, `${path} must be a non-empty string`);
-  need(id.isWellFormed(), path, `${path} must be well-formed text (it holds a lone surrogate)`);
-}
-
 /** JSON text of `value`, or a `SessionInputError` naming `path` when it is not JSON. */
 function json(value, path) {
   let text;
@@ -156,4 +150,4 @@ function messageOf(error) {
   }
 }
 
-module.exports = { need, plain, fields, data, kept, checkId, json };
+module.exports = { need, plain, fields, data, kept, json };

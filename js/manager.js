@@ -10,7 +10,7 @@
 const { randomUUID, createHash } = require('node:crypto');
 const native = require('./native.js');
 const { SessionNotFoundError, SessionOutputError, translating, fromNative } = require('./errors.js');
-const { need, plain, fields, data, kept, checkId, json } = require('./input.js');
+const { need, plain, fields, data, kept, json } = require('./input.js');
 const { createHost } = require('./host.js');
 const { Turns } = require('./turns.js');
 const { toUIMessageStreamResponse } = require('./sse.js');
@@ -132,7 +132,6 @@ function createSessionManager(given) {
   }
 
   async function startTurn(id, abortSignal, asksOutput, begin) {
-    checkId(id);
     need(abortSignal === undefined || abortSignal instanceof AbortSignal, 'abortSignal', 'abortSignal must be an AbortSignal');
     const turn = turns.open(abortSignal, asksOutput);
     // A message waiting for a command of exec() (or a preparing session) is cut by its signal.
@@ -188,13 +187,12 @@ function createSessionManager(given) {
     async create(options) {
       need(options !== undefined, 'options', 'create() takes { id?, metadata, initialHistory? }');
       const { id, metadata, initialHistory } = plain(options, 'options', ['id', 'metadata', 'initialHistory']);
-      if (id !== undefined) checkId(id);
       const text = json(metadata, 'metadata');
       const history = initialHistory === undefined ? null : importedHistory(initialHistory, newId);
-      return parse(await call(() => manager.create(id ?? newId(), text, history)));
+      // The id is the engine's to check (`null` is refused there, not taken for none).
+      return parse(await call(() => manager.create(id === undefined ? newId() : id, text, history)));
     },
     async get(id) {
-      checkId(id);
       return parse(await call(() => manager.get(id)));
     },
     async list() {
@@ -233,7 +231,6 @@ function createSessionManager(given) {
       );
     },
     async exec(id, options) {
-      checkId(id);
       need(options !== undefined, 'options', 'exec() takes { command, key?, abortSignal?, maxOutputBytes? }');
       // The signal is JavaScript's; the engine checks the rest (and refuses an option it does not know).
       const { abortSignal, ...rest } = fields(options, 'options');
@@ -262,12 +259,12 @@ function createSessionManager(given) {
       }
     },
     async reconnect(id) {
-      checkId(id);
+      // The turns are kept here, so the engine only checks the id.
+      translating(() => manager.checkId(id));
       const turn = turns.reconnect(id);
       return turn === undefined ? undefined : sessionTurn(turn);
     },
     async update(id, changes) {
-      checkId(id);
       const read = plain(changes, 'changes', ['metadata']);
       need(changes !== undefined && read.metadata !== undefined, 'metadata', 'update() takes { metadata }');
       const change = read.metadata;
@@ -293,19 +290,15 @@ function createSessionManager(given) {
       }
     },
     async interrupt(id) {
-      checkId(id);
       await call(() => manager.interrupt(id));
     },
     async suspend(id) {
-      checkId(id);
       return parse(await call(() => manager.suspend(id)));
     },
     async close(id) {
-      checkId(id);
       return parse(await call(() => manager.close(id)));
     },
     async delete(id) {
-      checkId(id);
       await call(() => manager.delete(id));
     },
     subscribe(listener) {
@@ -394,9 +387,9 @@ function turnOptions(options) {
   return { instructionAddendum: data(read.instructionAddendum, 'instructionAddendum'), limits: data(read.limits, 'limits'), output };
 }
 
-/** Whether `error` (from the native manager) is a command or message its caller cut before it started. */
+/** Whether `error` (from the native manager) is a command or message its caller cut before it started: its code says so. */
 function isCutBeforeStart(error) {
-  return typeof error?.message === 'string' && error.message.includes('cut short by its caller before it started');
+  return error?.code === 'SESSION_CUT_BEFORE_START';
 }
 
 /** What a manager holds, for tests and benchmarks: `manager[DIAGNOSTICS]()`. */

@@ -29,7 +29,6 @@ const WRITE_BATCH = 1024 * 1024;
 
 /** The shapes the methods of a session check before their arguments cross to Rust. */
 const is = {
-  ports: (v) => Array.isArray(v) && v.every((p) => Number.isInteger(p) && p > 0 && p < 65536),
   env: (v) => v !== null && typeof v === 'object' && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string'),
 };
 
@@ -377,11 +376,9 @@ const sessionMethods = {
    */
   async fork(options) {
     const { ports, workingDirectory } = optionsOf(options, 'fork', true);
-    if (ports != null && !is.ports(ports)) {
-      throw new SessionInputError({ path: 'ports', message: 'ports: expected an array of port numbers.' });
-    }
-    stringAt(workingDirectory, 'workingDirectory', true);
-    return translating(() => this.nativeFork({ ports: ports ?? undefined, workingDirectory: workingDirectory ?? undefined }));
+    // Checked by the engine (each port a Port, as sharedSandbox()'s): `null` is none here.
+    const init = json(data({ ports: ports ?? undefined, workingDirectory: workingDirectory ?? undefined }, ''), 'options');
+    return translating(() => this.nativeFork(init));
   },
 
   /** The same sandbox as a bare `SandboxSession`: files and processes, nothing else. */

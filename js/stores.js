@@ -6,8 +6,8 @@
  */
 
 const native = require('./native.js');
-const { fromNative, translating, SessionInputError } = require('./errors.js');
-const { checkId, json: toJson, need, plain } = require('./input.js');
+const { fromNative, translating } = require('./errors.js');
+const { json: toJson, need, plain } = require('./input.js');
 const { Summaries } = require('./summaries.js');
 
 /** The native store behind a store object. */
@@ -64,27 +64,24 @@ function wrap(nativeStore) {
     [NATIVE_STORE]: nativeStore,
     save: (record, resumeState) =>
       settle(() => {
-        need(record !== null && typeof record === 'object', 'record', 'record must be a session record');
+        // Its shape is the engine's to check (a `SessionRecord`), refused at `record`.
         const text = toJson(record, 'record');
         const state = resumeState === undefined ? null : toJson(resumeState, 'resumeState');
         return methods.save(text, state);
       }),
     get: (id) =>
       settle(() => {
-        checkId(id);
         const text = methods.get(id);
         return typeof text?.then === 'function' ? text.then(parse) : parse(text);
       }),
     list: () => summaries.list(methods.listSince),
     getResumeState: (id) =>
       settle(() => {
-        checkId(id);
         const text = methods.getResumeState(id);
         return typeof text?.then === 'function' ? text.then(parse) : parse(text);
       }),
     delete: (id) =>
       settle(() => {
-        checkId(id);
         return methods.delete(id);
       }),
     /** Lets go of the store: a SQLite store closes its file, free for another store. */
@@ -107,21 +104,6 @@ function createMemorySessionStore() {
 const KEY_VARIABLE = 'HARNESS_SESSIONS_ENCRYPTION_KEY';
 
 /**
- * The key to encrypt resume states with: 32 bytes, given as bytes, as 64 hex digits or in base64.
- * @returns {Buffer | null}
- */
-function readKey(key, path) {
-  if (key === undefined || key === null) return null;
-  let bytes;
-  if (key instanceof Uint8Array) bytes = Buffer.from(key);
-  else if (typeof key === 'string') bytes = /^[0-9a-fA-F]{64}$/.test(key) ? Buffer.from(key, 'hex') : Buffer.from(key, 'base64');
-  if (bytes === undefined || bytes.length !== 32) {
-    throw new SessionInputError({ path, message: `${path} must be 32 bytes: 64 hex digits, or base64` });
-  }
-  return bytes;
-}
-
-/**
  * Sessions kept in a SQLite file, across restarts: WAL, `synchronous=FULL`, the file created with
  * mode 0600 (its missing parent folders with mode 0700), the resume state apart and only while a
  * session is suspended, encrypted when a key is given (`encryptionKey`, else the
@@ -132,18 +114,15 @@ function readKey(key, path) {
 function createSqliteSessionStore(options) {
   need(options !== undefined, 'options', 'createSqliteSessionStore() takes { path, encryptionKey? }');
   const { path, encryptionKey } = plain(options, 'options', ['path', 'encryptionKey']);
-  // Only its type and well-formedness here (a lone surrogate would reach Rust changed): the
-  // engine refuses an empty path or a NUL, and resolves a relative one.
-  need(typeof path === 'string' && path.isWellFormed(), 'path', 'path must be the path of a file');
-  // An empty variable is no key; an empty option is a mistake, never encryption turned off.
-  const fromEnvironment = process.env[KEY_VARIABLE];
-  const key =
-    encryptionKey !== undefined
-      ? readKey(encryptionKey, 'encryptionKey')
-      : fromEnvironment === undefined || fromEnvironment === ''
-        ? null
-        : readKey(fromEnvironment, KEY_VARIABLE);
-  return wrap(translating(() => native.NativeStore.sqlite(path, key)));
+  // The path and the key as they were given: the engine checks both (and reads the key: bytes,
+  // hex or base64). The environment is read here, where `process.env` is seen as it stands.
+  return wrap(
+    translating(() =>
+      encryptionKey !== undefined
+        ? native.NativeStore.sqlite(path, encryptionKey, null)
+        : native.NativeStore.sqlite(path, process.env[KEY_VARIABLE], KEY_VARIABLE),
+    ),
+  );
 }
 
 module.exports = { createMemorySessionStore, createSqliteSessionStore, NATIVE_STORE, wrap };

@@ -79,8 +79,8 @@ function strategyObject(native, handles, signals) {
     get capacity() {
       return native.capacity ?? undefined;
     },
+    // The session id is the engine's to check.
     async acquire(sessionId, options = {}) {
-      need(typeof sessionId === 'string' && sessionId.length > 0, 'sessionId', 'sessionId must be a non-empty string');
       const resume = options?.resume ?? false;
       need(typeof resume === 'boolean', 'resume', 'resume must be a boolean');
       options?.abortSignal?.throwIfAborted();
@@ -99,7 +99,6 @@ function strategyObject(native, handles, signals) {
       };
     },
     discard(sessionId) {
-      need(typeof sessionId === 'string' && sessionId.length > 0, 'sessionId', 'sessionId must be a non-empty string');
       return call(() => native.discard(sessionId));
     },
     shutdown() {

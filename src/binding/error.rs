@@ -47,6 +47,7 @@ fn details(error: &SessionError) -> Map<String, Value> {
         }
         SessionError::Host { origin: None, .. }
         | SessionError::ShutDown
+        | SessionError::CutBeforeStart
         | SessionError::Internal { .. } => {}
     }
     fields

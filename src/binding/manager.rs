@@ -19,15 +19,16 @@ use super::host::{host_failure, Host};
 use super::seams::{Feeds, JsAgent, JsClients, JsHooks, JsSandboxes, JsStore};
 use super::store::NativeStore;
 use super::strategies::NativeSessionSandboxes;
-use crate::engine::agent::{TurnEnd, TurnFailure, TurnReport};
+use crate::engine::agent::{EncodedChunks, TurnEnd, TurnFailure, TurnReport};
 use crate::engine::error::{Result, SessionError};
-use crate::engine::input::{self, Bytes, Count, Flag, Millis};
+use crate::engine::input::{self, Bytes, Count, Flag, GivenText, Millis};
 use crate::engine::manager::{
     turn_options, ContinueRequest, ExecRequest, ManagerOptions, Seams, SendRequest, SessionManager,
     SubmissionAsk, DEFAULT_MAX_OUTPUT_BYTES,
 };
 use crate::engine::session::import;
 use crate::engine::store::SessionStore;
+use crate::engine::ui::UiChunk;
 
 /// The function of `update()` given by the application, wrapped by `index.js`: metadata JSON in,
 /// new metadata JSON out (`null` when the application's function threw).
@@ -103,6 +104,14 @@ fn read_options(json: &str) -> Result<(ManagerOptions, Option<u32>, bool)> {
 fn argument<T: DeserializeOwned>(json: &str, name: &str) -> Result<T> {
     serde_json::from_str(json)
         .map_err(|e| SessionError::input(name, format!("{name} is not valid JSON: {e}")))
+}
+
+/// Chunks as `feed()` gets them from JavaScript, `[chunk, ...]` as JSON text: decoded by the
+/// engine's turn loop, not on the JavaScript thread.
+fn json_chunks(text: String) -> EncodedChunks {
+    EncodedChunks::new(move || {
+        serde_json::from_str::<Vec<UiChunk>>(&text).map_err(|e| e.to_string())
+    })
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
@@ -262,11 +271,12 @@ impl NativeManager {
     #[napi]
     pub async fn create(
         &self,
-        id: String,
+        #[napi(ts_arg_type = "unknown")] id: GivenText,
         metadata_json: String,
         history_json: Option<String>,
     ) -> Settled<String> {
         guard(async {
+            let id = input::session_id(id, "id")?;
             let metadata = argument(&metadata_json, "metadata")?;
             let history = match history_json {
                 Some(text) => {
@@ -287,8 +297,12 @@ impl NativeManager {
 
     /// `get(id)`: the record as JSON, or nothing.
     #[napi]
-    pub async fn get(&self, id: String) -> Settled<Option<String>> {
+    pub async fn get(
+        &self,
+        #[napi(ts_arg_type = "unknown")] id: GivenText,
+    ) -> Settled<Option<String>> {
         guard(async {
+            let id = input::session_id(id, "id")?;
             match self.manager.get(&id).await? {
                 Some(record) => to_json(&record).map(Some),
                 None => Ok(None),
@@ -314,8 +328,13 @@ impl NativeManager {
     /// `send(id, ...)`: `{ turnId, message, prompt?, replyId, messageId }` as JSON; answers
     /// `{ messageId, session }`.
     #[napi]
-    pub async fn send(&self, id: String, request_json: String) -> Settled<String> {
+    pub async fn send(
+        &self,
+        #[napi(ts_arg_type = "unknown")] id: GivenText,
+        request_json: String,
+    ) -> Settled<String> {
         guard(async {
+            let id = input::session_id(id, "id")?;
             let args: SendArgs = input::read_json(&request_json, "options", "send()")?;
             let started = self
                 .manager
@@ -342,8 +361,13 @@ impl NativeManager {
     /// `continue(id, ...)`: `{ turnId, message?, toolApprovalContinuations?,
     /// toolResultContinuations? }` as JSON; answers `{ messageId, session }`.
     #[napi(js_name = "continue")]
-    pub async fn continue_turn(&self, id: String, request_json: String) -> Settled<String> {
+    pub async fn continue_turn(
+        &self,
+        #[napi(ts_arg_type = "unknown")] id: GivenText,
+        request_json: String,
+    ) -> Settled<String> {
         guard(async {
+            let id = input::session_id(id, "id")?;
             let args: ContinueArgs = input::read_json(&request_json, "options", "continue()")?;
             let started = self
                 .manager
@@ -368,8 +392,13 @@ impl NativeManager {
 
     /// `exec(id, ...)`: `{ execId, command, key?, maxOutputBytes? }` as JSON; answers the result.
     #[napi]
-    pub async fn exec(&self, id: String, request_json: String) -> Settled<String> {
+    pub async fn exec(
+        &self,
+        #[napi(ts_arg_type = "unknown")] id: GivenText,
+        request_json: String,
+    ) -> Settled<String> {
         guard(async {
+            let id = input::session_id(id, "id")?;
             let args: ExecArgs = argument(&request_json, "options")?;
             let options: ExecOptions = input::read(args.options, "options", "exec()")?;
             let result = self
@@ -411,8 +440,13 @@ impl NativeManager {
 
     /// `update(id, { metadata })`, the metadata as JSON.
     #[napi]
-    pub async fn update(&self, id: String, metadata_json: String) -> Settled<String> {
+    pub async fn update(
+        &self,
+        #[napi(ts_arg_type = "unknown")] id: GivenText,
+        metadata_json: String,
+    ) -> Settled<String> {
         guard(async {
+            let id = input::session_id(id, "id")?;
             let metadata = argument(&metadata_json, "metadata")?;
             to_json(&self.manager.update(&id, metadata).await?)
         })
@@ -423,9 +457,10 @@ impl NativeManager {
     /// `change` is called with the metadata as they stand (JSON) and answers the new ones (JSON),
     /// or `null` when the application's function threw (nothing changes then, and `index.js`
     /// throws what it threw).
-    #[napi(ts_args_type = "id: string, change: (metadataJson: string) => Promise<string | null>")]
-    pub async fn update_with(&self, id: String, change: MetadataChange) -> Settled<String> {
+    #[napi(ts_args_type = "id: unknown, change: (metadataJson: string) => Promise<string | null>")]
+    pub async fn update_with(&self, id: GivenText, change: MetadataChange) -> Settled<String> {
         guard(async {
+            let id = input::session_id(id, "id")?;
             let summary = self
                 .manager
                 .update_with(&id, async |metadata| {
@@ -449,8 +484,8 @@ impl NativeManager {
 
     /// `interrupt(id)`.
     #[napi]
-    pub async fn interrupt(&self, id: String) -> Settled<()> {
-        guard(self.manager.interrupt(&id)).await
+    pub async fn interrupt(&self, #[napi(ts_arg_type = "unknown")] id: GivenText) -> Settled<()> {
+        guard(async { self.manager.interrupt(&input::session_id(id, "id")?).await }).await
     }
 
     /// Cuts turn `turn_id` short, if it is still under way: the caller's `abortSignal` fired.
@@ -461,20 +496,31 @@ impl NativeManager {
 
     /// `suspend(id)`.
     #[napi]
-    pub async fn suspend(&self, id: String) -> Settled<String> {
-        guard(async { to_json(&self.manager.suspend(&id).await?) }).await
+    pub async fn suspend(&self, #[napi(ts_arg_type = "unknown")] id: GivenText) -> Settled<String> {
+        guard(async { to_json(&self.manager.suspend(&input::session_id(id, "id")?).await?) }).await
     }
 
     /// `close(id)`.
     #[napi]
-    pub async fn close(&self, id: String) -> Settled<String> {
-        guard(async { to_json(&self.manager.close(&id).await?) }).await
+    pub async fn close(&self, #[napi(ts_arg_type = "unknown")] id: GivenText) -> Settled<String> {
+        guard(async { to_json(&self.manager.close(&input::session_id(id, "id")?).await?) }).await
     }
 
     /// `delete(id)`.
     #[napi]
-    pub async fn delete(&self, id: String) -> Settled<()> {
-        guard(self.manager.delete(&id)).await
+    pub async fn delete(&self, #[napi(ts_arg_type = "unknown")] id: GivenText) -> Settled<()> {
+        guard(async { self.manager.delete(&input::session_id(id, "id")?).await }).await
+    }
+
+    /// Refuses `id` as every method taking a session id does, with nothing else done: for
+    /// `reconnect()`, whose turns JavaScript keeps.
+    #[napi]
+    pub fn check_id(
+        &self,
+        env: Env,
+        #[napi(ts_arg_type = "unknown")] id: GivenText,
+    ) -> napi::Result<()> {
+        guard_sync(&env, || input::session_id(id, "id").map(drop))
     }
 
     /// `shutdown()`.
@@ -487,7 +533,7 @@ impl NativeManager {
     #[napi]
     pub fn feed(&self, turn_id: u32, chunks_json: String) -> bool {
         match self.feeds.get(u64::from(turn_id)) {
-            Some(feed) => feed.report(TurnReport::Json(chunks_json)),
+            Some(feed) => feed.report(TurnReport::Encoded(json_chunks(chunks_json))),
             None => false,
         }
     }

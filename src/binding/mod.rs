@@ -12,6 +12,7 @@
 
 mod diagnostics;
 mod error;
+mod given;
 mod host;
 mod manager;
 mod protocol;

@@ -12,7 +12,7 @@
 //! | op | asked by | served by | answer |
 //! |----|----------|-----------|--------|
 //! | `agent.choose`, `agent.forget`, `agent.open` | `seams::JsAgent` | `js/host.js` | [`AgentChosen`], [`SessionOpened`] |
-//! | `session.turn`, `.unfinished`, `.stop`, `.destroy`, `.exec` | `seams::JsHarnessSession` | `js/host.js` (`js/turns.js`) | [`Stopped`], [`CommandAnswer`] |
+//! | `session.turn`, `.unfinished`, `.stop`, `.destroy`, `.exec` | `seams::JsHarnessSession` | `js/host.js` (`js/turns.js`) | [`TurnAnswer`], [`Stopped`], [`CommandAnswer`] |
 //! | `turn.abort`, `client.deliver`, `client.answer`, `client.finish` | `seams::JsTurnControl`, `JsClients` | `js/turns.js` | none (sent) |
 //! | `event`, `error`, `clientMessage`, `approve` | `seams::JsHooks` | `js/host.js` | text, verdict |
 //! | `store.*` | `seams::JsStore` | the application's `SessionStore` | records |
@@ -232,6 +232,27 @@ pub(crate) struct AgentChosen {
 pub(crate) struct SessionOpened {
     /// The harness session's number.
     pub(crate) session: u64,
+}
+
+/// The answer of `session.turn`: `null` when the agent's stream exists; when the agent refused the
+/// turn (its `stream()` or `continueStream()` threw), `{ refused }`, so that the refusal crosses
+/// once, with what the engine asks next.
+#[derive(Deserialize)]
+pub(crate) struct TurnAnswer {
+    /// Why the turn did not start.
+    #[serde(default)]
+    pub(crate) refused: Option<TurnRefused>,
+}
+
+/// A turn the agent refused.
+#[derive(Deserialize)]
+pub(crate) struct TurnRefused {
+    /// The failure, `{ message, origin }`, as a failed operation answers it.
+    pub(crate) error: Value,
+    /// Whether the harness session still has an unfinished turn; absent when that could not be
+    /// read (the engine then asks with `session.unfinished`, and hears why).
+    #[serde(default)]
+    pub(crate) unfinished: Option<bool>,
 }
 
 /// The answer of `session.stop`.

@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use super::error::{guard, guard_sync, Settled};
 use crate::engine::error::SessionError;
-use crate::engine::input::{self, Count, Flag, Number, Port};
+use crate::engine::input::{self, Count, Flag, GivenText, Number, Port};
 use crate::engine::sandbox::docker::{self, DockerSandbox, DockerSandboxOptions, NetworkMode};
 use crate::engine::sandbox::local::{LocalSandbox, LocalSandboxOptions};
 use crate::engine::sandbox::{Command, ForkOptions, PortProtocol, SandboxProvider, SandboxSession};
@@ -133,13 +133,16 @@ pub struct CommandInit {
     pub env: Option<HashMap<String, String>>,
 }
 
-/// What `fork()` takes.
-#[napi(object)]
-pub struct ForkInit {
+/// What `fork()` takes, as JSON: each option checked here, once.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ForkInit {
     /// The ports of the new view.
-    pub ports: Option<Vec<u32>>,
+    #[serde(default, deserialize_with = "input::present")]
+    ports: Option<Vec<Port>>,
     /// Its working directory, absolute or relative to the forked view's.
-    pub working_directory: Option<String>,
+    #[serde(default, deserialize_with = "input::present")]
+    working_directory: Option<String>,
 }
 
 /// How to connect to a port.
@@ -160,22 +163,6 @@ pub struct CommandResult {
     pub stdout: String,
     /// Standard error, as text.
     pub stderr: String,
-}
-
-fn ports_from(ports: Option<Vec<u32>>, at: &str) -> Result<Vec<u16>, SessionError> {
-    ports
-        .unwrap_or_default()
-        .into_iter()
-        .enumerate()
-        .map(|(index, port)| {
-            u16::try_from(port).map_err(|_| {
-                SessionError::input(
-                    format!("{at}[{index}]"),
-                    format!("{at}[{index}]: {port} is not a port number (1 to 65535)."),
-                )
-            })
-        })
-        .collect()
 }
 
 fn docker_options(init: DockerSandboxInit) -> DockerSandboxOptions {
@@ -288,10 +275,12 @@ impl NativeSandboxProvider {
     #[napi]
     pub async fn create_session(
         &self,
-        session_id: Option<String>,
+        #[napi(ts_arg_type = "string | null")] session_id: GivenText,
     ) -> Settled<NativeSandboxSession> {
         let inner = self.inner.clone();
         guard(async move {
+            // A lone surrogate would be read as U+FFFD: another session's sandbox.
+            let session_id = input::optional_text(session_id, "sessionId")?;
             inner
                 .create(session_id.as_deref())
                 .await
@@ -302,9 +291,14 @@ impl NativeSandboxProvider {
 
     /// The sandbox of `sessionId`, started again if it was stopped.
     #[napi]
-    pub async fn resume_session(&self, session_id: String) -> Settled<NativeSandboxSession> {
+    pub async fn resume_session(
+        &self,
+        #[napi(ts_arg_type = "string")] session_id: GivenText,
+    ) -> Settled<NativeSandboxSession> {
         let inner = self.inner.clone();
         guard(async move {
+            let session_id = input::optional_text(session_id, "sessionId")?
+                .ok_or_else(|| SessionError::input("sessionId", "sessionId: expected a string."))?;
             inner
                 .resume(&session_id)
                 .await
@@ -316,10 +310,17 @@ impl NativeSandboxProvider {
     /// The sandbox named `name` (default: the provider's `name` option, or `shared`), found
     /// again or created: the sandbox `sharedSandbox()` forks.
     #[napi]
-    pub async fn open(&self, name: Option<String>) -> Settled<NativeSandboxSession> {
+    pub async fn open(
+        &self,
+        #[napi(ts_arg_type = "string | null")] name: GivenText,
+    ) -> Settled<NativeSandboxSession> {
         let inner = self.inner.clone();
-        let name = name.unwrap_or_else(|| self.shared_name.clone());
-        guard(async move { inner.open(&name).await.map(NativeSandboxSession::new) }).await
+        let shared_name = self.shared_name.clone();
+        guard(async move {
+            let name = input::optional_text(name, "name")?.unwrap_or(shared_name);
+            inner.open(&name).await.map(NativeSandboxSession::new)
+        })
+        .await
     }
 }
 
@@ -456,17 +457,15 @@ impl NativeSandboxSession {
         guard(async move { inner.destroy().await }).await
     }
 
-    /// A view of the same sandbox with its own ports and working directory.
+    /// A view of the same sandbox with its own ports and working directory: `{ ports?,
+    /// workingDirectory? }` as JSON.
     #[napi]
-    pub async fn native_fork(&self, options: Option<ForkInit>) -> Settled<NativeSandboxSession> {
+    pub async fn native_fork(&self, options_json: String) -> Settled<NativeSandboxSession> {
         let inner = self.inner.clone();
         guard(async move {
-            let options = options.unwrap_or(ForkInit {
-                ports: None,
-                working_directory: None,
-            });
+            let options: ForkInit = input::read_json(&options_json, "options", "fork()")?;
             let fork = ForkOptions {
-                ports: ports_from(options.ports, "ports")?,
+                ports: options.ports.map(input::ports).unwrap_or_default(),
                 working_directory: options.working_directory,
             };
             inner.fork(fork).await.map(NativeSandboxSession::new)

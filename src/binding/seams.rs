@@ -9,10 +9,10 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::error::error_data;
-use super::host::Host;
+use super::host::{host_error, Host};
 use super::protocol::{
     AgentChosen, CommandAnswer, HostOp, LeaseGiven, SandboxWire, SessionOpened, Stopped,
-    TurnInputWire,
+    TurnAnswer, TurnInputWire,
 };
 use crate::engine::agent::{
     Agent, CommandOutput, CommandRun, HarnessSession, OpenRequest, TurnControl, TurnFeed,
@@ -100,6 +100,7 @@ impl Agent for JsAgent {
             host: self.host.clone(),
             feeds: self.feeds.clone(),
             handle: opened.session,
+            refused_unfinished: Mutex::new(None),
         }))
     }
 }
@@ -109,6 +110,9 @@ struct JsHarnessSession {
     host: Arc<Host>,
     feeds: Arc<Feeds>,
     handle: u64,
+    /// Whether the session had an unfinished turn when the agent refused the last turn, as the
+    /// refusal told it: the engine asks right after, and is answered without a crossing.
+    refused_unfinished: Mutex<Option<bool>>,
 }
 
 #[async_trait]
@@ -133,8 +137,16 @@ impl HarnessSession for JsHarnessSession {
             hold_approvals: turn.hold_approvals,
             continues: turn.continues.as_ref(),
         };
+        *lock(&self.refused_unfinished) = None;
         self.feeds.open(turn.turn_id, feed);
-        if let Err(error) = self.host.call::<()>(op).await {
+        let refused = match self.host.call::<Option<TurnAnswer>>(op).await {
+            Ok(answer) => answer.and_then(|answer| answer.refused).map(|refused| {
+                *lock(&self.refused_unfinished) = refused.unfinished;
+                host_error(Some(&refused.error))
+            }),
+            Err(error) => Some(error),
+        };
+        if let Some(error) = refused {
             self.feeds.close(turn.turn_id);
             return Err(error);
         }
@@ -145,6 +157,9 @@ impl HarnessSession for JsHarnessSession {
     }
 
     async fn has_unfinished_turn(&self) -> Result<bool> {
+        if let Some(unfinished) = lock(&self.refused_unfinished).take() {
+            return Ok(unfinished);
+        }
         let op = HostOp::SessionUnfinished {
             session: self.handle,
         };

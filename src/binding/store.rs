@@ -15,9 +15,11 @@ use serde_json::Value;
 
 use super::error::{guard, guard_sync, Settled};
 use crate::engine::error::SessionError;
+use crate::engine::input::{self, GivenText};
 use crate::engine::session::SessionRecord;
 use crate::engine::store::lazy::{LazyStore, OpenStore};
 use crate::engine::store::memory::MemoryStore;
+use crate::engine::store::sqlite::key::{self, GivenKey};
 use crate::engine::store::sqlite::{SqliteStore, SqliteStoreOptions};
 use crate::engine::store::SessionStore;
 
@@ -48,15 +50,23 @@ impl NativeStore {
         self.store.save_owned(record, resume_state).await
     }
 
-    async fn getting(&self, id: String) -> Result<Option<String>, SessionError> {
-        match self.store.get(&id).await? {
+    async fn getting(&self, id: GivenText) -> Result<Option<String>, SessionError> {
+        match self.store.get(&input::session_id(id, "id")?).await? {
             Some(record) => write(&record).map(Some),
             None => Ok(None),
         }
     }
 
-    async fn getting_resume_state(&self, id: String) -> Result<Option<String>, SessionError> {
-        match self.store.get_resume_state(&id).await? {
+    async fn deleting(&self, id: GivenText) -> Result<(), SessionError> {
+        self.store.delete(&input::session_id(id, "id")?).await
+    }
+
+    async fn getting_resume_state(&self, id: GivenText) -> Result<Option<String>, SessionError> {
+        match self
+            .store
+            .get_resume_state(&input::session_id(id, "id")?)
+            .await?
+        {
             Some(state) => write(&state).map(Some),
             None => Ok(None),
         }
@@ -115,34 +125,22 @@ impl NativeStore {
     }
 
     /// A SQLite store in the file at `path` (a relative one resolved against the working directory
-    /// now), opened
-    /// at its first use: the file created (mode 0600) when missing, with its missing parent
-    /// folders (mode 0700); resume states are encrypted with `encryption_key` (32 bytes) when one
-    /// is given. A bad path or an old SQLite fails the first call that uses the store.
+    /// now), opened at its first use: the file created (mode 0600) when missing, with its missing
+    /// parent folders (mode 0700); resume states are encrypted with `key` when one is given
+    /// (`keyFrom`: the environment variable it was read from, `null` for the `encryptionKey`
+    /// option; see `engine::store::sqlite::key`). `path` and `key` are read as JavaScript gave
+    /// them, and checked here. A bad path or an old SQLite fails the first call that uses the store.
     #[napi(factory)]
     pub fn sqlite(
         env: napi::Env,
-        path: String,
-        encryption_key: Option<napi::bindgen_prelude::Buffer>,
+        #[napi(ts_arg_type = "unknown")] path: GivenText,
+        #[napi(ts_arg_type = "unknown")] key: GivenKey,
+        key_from: Option<String>,
     ) -> napi::Result<NativeStore> {
         super::error::guard_sync(&env, || {
-            if path.is_empty() || path.contains('\0') {
-                return Err(SessionError::input(
-                    "path",
-                    "path must be the path of a file",
-                ));
-            }
-            let path = std::path::absolute(&path).map_err(|e| {
-                SessionError::input("path", format!("path must be the path of a file: {e}"))
-            })?;
-            let encryption_key = match encryption_key {
-                None => None,
-                Some(key) => Some(<[u8; 32]>::try_from(key.as_ref()).map_err(|_| {
-                    SessionError::input("encryptionKey", "encryptionKey must be 32 bytes")
-                })?),
-            };
+            let path = input::file_path(path, "path")?;
             let options = SqliteStoreOptions {
-                encryption_key,
+                encryption_key: key::encryption_key(key, key_from.as_deref())?,
                 ..SqliteStoreOptions::default()
             };
             let open: OpenStore = Box::new(move || {
@@ -171,7 +169,10 @@ impl NativeStore {
 
     /// `get(id)`: the record as JSON, or nothing.
     #[napi]
-    pub async fn get(&self, id: String) -> Settled<Option<String>> {
+    pub async fn get(
+        &self,
+        #[napi(ts_arg_type = "unknown")] id: GivenText,
+    ) -> Settled<Option<String>> {
         guard(self.getting(id)).await
     }
 
@@ -191,14 +192,17 @@ impl NativeStore {
 
     /// `getResumeState(id)`: the state as JSON, or nothing.
     #[napi]
-    pub async fn get_resume_state(&self, id: String) -> Settled<Option<String>> {
+    pub async fn get_resume_state(
+        &self,
+        #[napi(ts_arg_type = "unknown")] id: GivenText,
+    ) -> Settled<Option<String>> {
         guard(self.getting_resume_state(id)).await
     }
 
     /// `delete(id)`.
     #[napi]
-    pub async fn delete(&self, id: String) -> Settled<()> {
-        guard(self.store.delete(&id)).await
+    pub async fn delete(&self, #[napi(ts_arg_type = "unknown")] id: GivenText) -> Settled<()> {
+        guard(self.deleting(id)).await
     }
 
     /// Whether the store answers at once (the memory store): `index.js` then calls the `*Now`
@@ -221,7 +225,11 @@ impl NativeStore {
 
     /// [`NativeStore::get`], done at once (an immediate store only).
     #[napi]
-    pub fn get_now(&self, env: napi::Env, id: String) -> napi::Result<Option<String>> {
+    pub fn get_now(
+        &self,
+        env: napi::Env,
+        #[napi(ts_arg_type = "unknown")] id: GivenText,
+    ) -> napi::Result<Option<String>> {
         self.at_once(&env, self.getting(id))
     }
 
@@ -239,14 +247,22 @@ impl NativeStore {
 
     /// [`NativeStore::get_resume_state`], done at once (an immediate store only).
     #[napi]
-    pub fn get_resume_state_now(&self, env: napi::Env, id: String) -> napi::Result<Option<String>> {
+    pub fn get_resume_state_now(
+        &self,
+        env: napi::Env,
+        #[napi(ts_arg_type = "unknown")] id: GivenText,
+    ) -> napi::Result<Option<String>> {
         self.at_once(&env, self.getting_resume_state(id))
     }
 
     /// [`NativeStore::delete`], done at once (an immediate store only).
     #[napi]
-    pub fn delete_now(&self, env: napi::Env, id: String) -> napi::Result<()> {
-        self.at_once(&env, self.store.delete(&id))
+    pub fn delete_now(
+        &self,
+        env: napi::Env,
+        #[napi(ts_arg_type = "unknown")] id: GivenText,
+    ) -> napi::Result<()> {
+        self.at_once(&env, self.deleting(id))
     }
 
     /// `close()`: lets go of the store (the SQLite store closes its file, and frees it for

@@ -20,9 +20,10 @@
 //! `dockerSandbox()` sandbox is forked in Rust, with no crossing). A provider given natively
 //! (`sandboxPerSession({ provider: dockerSandbox() })`) is never reached through the host.
 //!
-//! The sandboxes handed to agents are numbered in a [`SandboxRegistry`] while their lease holds
-//! them (the number of their [`SandboxRef`]); JavaScript gets the object of a number with
-//! [`NativeSessionSandboxes::native_sandbox`] or [`NativeSessionSandboxes::js_sandbox`].
+//! The sandboxes handed to agents, native or kept in JavaScript ([`HandedSandbox`]), are numbered
+//! in the strategy's [`Handouts`] while their lease holds them (the number of their
+//! [`SandboxRef`]): the engine holds only the reference. JavaScript gets the object of a number
+//! with [`NativeSessionSandboxes::native_sandbox`] or [`NativeSessionSandboxes::js_sandbox`].
 
 // Exports are reached from JavaScript, not from Rust: `pub` is what napi needs of them.
 #![allow(unreachable_pub)]
@@ -44,12 +45,12 @@ use super::host::Host;
 use super::protocol::{HostOp, SandboxGiven};
 use super::sandbox::{NativeSandboxProvider, NativeSandboxSession};
 use crate::engine::error::{Result, SessionError};
-use crate::engine::input::{self, Count, Flag, Port};
+use crate::engine::input::{self, Count, Flag, GivenText, Port};
 use crate::engine::lease::{Lease, SandboxRef, SessionSandboxes};
+use crate::engine::sandbox::handout::{HandedOut, Handouts, SandboxHandouts};
 use crate::engine::sandbox::per_session::{ProviderMaker, SandboxMaker, SandboxPerSession};
 use crate::engine::sandbox::shared::{
-    HeldSandbox, NativeSandbox, RegisteredSandbox, Registration, SandboxOpener, SandboxRegistry,
-    SharedSandbox, SharedSandboxOptions, PORTS_MESSAGE,
+    HeldSandbox, NativeSandbox, SandboxOpener, SharedSandbox, SharedSandboxOptions, PORTS_MESSAGE,
 };
 use crate::engine::sandbox::SandboxSession;
 
@@ -59,17 +60,37 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// What a strategy shares with the sandboxes it holds: its host, its registry, and the native
-/// sessions JavaScript handed over and Rust has not taken yet.
+/// A sandbox handed to an agent, as JavaScript gets it back by its number.
+#[derive(Clone)]
+enum HandedSandbox {
+    /// One of the engine's own sandbox sessions.
+    Native(Arc<dyn SandboxSession>),
+    /// A JavaScript object, by the number its strategy keeps it under in JavaScript.
+    Js(u64),
+}
+
+impl SandboxHandouts for Handouts<HandedSandbox> {
+    fn hand_out(&self, session: Arc<dyn SandboxSession>) -> HandedOut {
+        self.register(HandedSandbox::Native(session))
+    }
+}
+
+/// What a strategy shares with the sandboxes it holds: its host, the sandboxes it handed out, and
+/// the native sessions JavaScript handed over and Rust has not taken yet.
 struct Kit {
     host: Arc<Host>,
-    registry: Arc<SandboxRegistry>,
+    handouts: Handouts<HandedSandbox>,
     adopted: Mutex<HashMap<u64, Arc<dyn SandboxSession>>>,
     next_adopted: AtomicU64,
 }
 
 impl Kit {
-    /// The sandbox a host answer names; numbered in the registry when it is `handed_out`.
+    /// The engine's view of the sandboxes handed out.
+    fn native_handouts(&self) -> Arc<dyn SandboxHandouts> {
+        Arc::new(self.handouts.clone())
+    }
+
+    /// The sandbox a host answer names; numbered among the handouts when it is `handed_out`.
     fn held(
         self: &Arc<Self>,
         given: SandboxGiven,
@@ -82,20 +103,19 @@ impl Kit {
                 let session = lock(&self.adopted).remove(&number).ok_or_else(|| {
                     SessionError::internal(format!("{op} named a sandbox that was not handed over"))
                 })?;
-                let registry = self.registry.clone();
+                let handouts = self.native_handouts();
                 return Ok(Arc::new(if handed_out {
-                    NativeSandbox::handed_out(session, registry)
+                    NativeSandbox::handed_out(session, handouts)
                 } else {
-                    NativeSandbox::kept(session, registry)
+                    NativeSandbox::kept(session, handouts)
                 }));
             }
         };
-        let registration =
-            handed_out.then(|| self.registry.register(RegisteredSandbox::Js(handle)));
+        let handed_out = handed_out.then(|| self.handouts.register(HandedSandbox::Js(handle)));
         Ok(Arc::new(JsSandbox {
             kit: self.clone(),
             handle,
-            registration,
+            handed_out,
         }))
     }
 }
@@ -104,15 +124,15 @@ impl Kit {
 struct JsSandbox {
     kit: Arc<Kit>,
     handle: u64,
-    registration: Option<Registration>,
+    handed_out: Option<HandedOut>,
 }
 
 #[async_trait]
 impl HeldSandbox for JsSandbox {
     fn sandbox_ref(&self) -> SandboxRef {
-        self.registration
+        self.handed_out
             .as_ref()
-            .map_or(SandboxRef::NONE, Registration::sandbox_ref)
+            .map_or(SandboxRef::NONE, HandedOut::sandbox_ref)
     }
 
     async fn fork(&self, session_id: &str, port: u16) -> Result<Arc<dyn HeldSandbox>> {
@@ -234,7 +254,7 @@ fn shared_options(json: &str) -> Result<SharedSandboxOptions> {
 fn kit(host: Function<'_, String, Promise<String>>) -> napi::Result<Arc<Kit>> {
     Ok(Arc::new(Kit {
         host: Arc::new(Host::new(host)?),
-        registry: SandboxRegistry::new(),
+        handouts: Handouts::new(),
         adopted: Mutex::new(HashMap::new()),
         next_adopted: AtomicU64::new(1),
     }))
@@ -277,7 +297,7 @@ pub fn create_sandbox_per_session(
         let maker: Arc<dyn SandboxMaker> = match provider {
             Some(provider) => Arc::new(ProviderMaker::new(
                 provider.provider(),
-                kit.registry.clone(),
+                kit.native_handouts(),
             )),
             None => Arc::new(JsMaker { kit: kit.clone() }),
         };
@@ -314,20 +334,19 @@ impl NativeSessionSandboxes {
     /// How many sandboxes are handed out now (held by a lease).
     #[napi(getter)]
     pub fn handed_out(&self) -> u32 {
-        u32::try_from(self.kit.registry.len()).unwrap_or(u32::MAX)
+        u32::try_from(self.kit.handouts.len()).unwrap_or(u32::MAX)
     }
 
     /// A sandbox for session `sessionId` (`resume` when it comes back from suspended).
     #[napi]
-    pub async fn acquire(&self, session_id: String, resume: Option<bool>) -> Settled<NativeLease> {
+    pub async fn acquire(
+        &self,
+        #[napi(ts_arg_type = "unknown")] session_id: GivenText,
+        resume: Option<bool>,
+    ) -> Settled<NativeLease> {
         let strategy = self.strategy.clone();
         guard(async move {
-            if session_id.is_empty() {
-                return Err(SessionError::input(
-                    "sessionId",
-                    "sessionId must be a non-empty string.",
-                ));
-            }
+            let session_id = input::session_id(session_id, "sessionId")?;
             let lease = strategy
                 .acquire(&session_id, resume.unwrap_or(false))
                 .await?;
@@ -338,9 +357,16 @@ impl NativeSessionSandboxes {
 
     /// Frees what is kept for suspended session `sessionId`, which ends.
     #[napi]
-    pub async fn discard(&self, session_id: String) -> Settled<()> {
+    pub async fn discard(
+        &self,
+        #[napi(ts_arg_type = "unknown")] session_id: GivenText,
+    ) -> Settled<()> {
         let strategy = self.strategy.clone();
-        guard(async move { strategy.discard(&session_id).await }).await
+        guard(async move {
+            let session_id = input::session_id(session_id, "sessionId")?;
+            strategy.discard(&session_id).await
+        })
+        .await
     }
 
     /// Stops what the strategy keeps running.
@@ -353,8 +379,12 @@ impl NativeSessionSandboxes {
     /// The native sandbox handed out as number `number`, as a new JavaScript object over it.
     #[napi]
     pub fn native_sandbox(&self, number: u32) -> Option<NativeSandboxSession> {
-        match self.kit.registry.get(u64::from(number)) {
-            Some(RegisteredSandbox::Native(session)) => Some(NativeSandboxSession::new(session)),
+        match self
+            .kit
+            .handouts
+            .get(&SandboxRef::handle(u64::from(number)))
+        {
+            Some(HandedSandbox::Native(session)) => Some(NativeSandboxSession::new(session)),
             _ => None,
         }
     }
@@ -362,8 +392,12 @@ impl NativeSessionSandboxes {
     /// The JavaScript handle of the sandbox handed out as number `number`, when it is one.
     #[napi]
     pub fn js_sandbox(&self, number: u32) -> Option<u32> {
-        match self.kit.registry.get(u64::from(number)) {
-            Some(RegisteredSandbox::Js(handle)) => u32::try_from(handle).ok(),
+        match self
+            .kit
+            .handouts
+            .get(&SandboxRef::handle(u64::from(number)))
+        {
+            Some(HandedSandbox::Js(handle)) => u32::try_from(handle).ok(),
             _ => None,
         }
     }

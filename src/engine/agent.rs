@@ -165,10 +165,37 @@ pub enum TurnReport {
     /// when the turn was told to drop it, and `tool-approval-request`, when told to hold them);
     /// `finish` is held back for the engine to send at the end.
     Chunks(Vec<UiChunk>),
-    /// Chunks as JSON text, `[chunk, ...]`, as JavaScript reports them: parsed by the engine.
-    Json(String),
+    /// Chunks still in the form the agent reported them in (JSON text from JavaScript): decoded
+    /// by the engine's turn loop, off the reporter's thread.
+    Encoded(EncodedChunks),
     /// The turn's stream ended.
     End(TurnEnd),
+}
+
+/// Chunks not decoded yet, and how to decode them: the agent's own format stays the agent's.
+pub struct EncodedChunks(Box<dyn FnOnce() -> std::result::Result<Vec<UiChunk>, String> + Send>);
+
+impl EncodedChunks {
+    /// Chunks that `decode` gives, in order, or the reason they cannot be read.
+    pub fn new(
+        decode: impl FnOnce() -> std::result::Result<Vec<UiChunk>, String> + Send + 'static,
+    ) -> Self {
+        EncodedChunks(Box::new(decode))
+    }
+
+    /// The chunks, or why they are not UI message chunks.
+    ///
+    /// # Errors
+    /// The reason the decode gave.
+    pub fn decode(self) -> std::result::Result<Vec<UiChunk>, String> {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for EncodedChunks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EncodedChunks")
+    }
 }
 
 /// How a turn's stream ended.

@@ -50,6 +50,10 @@ pub enum SessionError {
         /// What is wrong with it, naming the path.
         message: String,
     },
+    /// A command or message its caller cut (its `abortSignal`) before it started: nothing was
+    /// done. JavaScript throws the signal's reason instead.
+    #[error("It was cut short by its caller before it started.")]
+    CutBeforeStart,
     /// `shutdown()` ran: the manager refuses everything.
     #[error("The session manager is shut down.")]
     ShutDown,
@@ -80,6 +84,7 @@ impl SessionError {
             SessionError::Capacity { .. } => "SESSION_CAPACITY",
             SessionError::Input { .. } => "SESSION_INPUT",
             SessionError::ShutDown => "SESSION_SHUT_DOWN",
+            SessionError::CutBeforeStart => "SESSION_CUT_BEFORE_START",
             SessionError::Host { .. } => "SESSION_HOST",
             SessionError::Internal { .. } => "SESSION_INTERNAL",
         }

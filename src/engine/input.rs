@@ -233,6 +233,85 @@ pub fn by_rule<T, E: de::Error>(result: Result<T>) -> std::result::Result<T, E> 
     })
 }
 
+/// Text a caller handed over, as the binding read it, before any rule is applied: the rules of
+/// what it must be ([`session_id`], [`file_path`]) are here, the reading is the binding's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GivenText {
+    /// A string of well-formed text.
+    Text(String),
+    /// Something other than a string (a number, `null`, an object...), or nothing.
+    NotText,
+    /// A string holding a lone surrogate: no UTF-8 text can carry it, and read as UTF-8 it would
+    /// become another string (U+FFFD in its place).
+    LoneSurrogate,
+}
+
+/// The words of a string that holds a lone surrogate, at `path`.
+fn lone_surrogate(path: &str) -> SessionError {
+    SessionError::input(
+        path,
+        format!("{path} must be well-formed text (it holds a lone surrogate)"),
+    )
+}
+
+/// The session id `given` at `path` (`id`, `sessionId`): a non-empty string of well-formed text.
+///
+/// # Errors
+/// [`SessionError::Input`] at `path` for anything else.
+pub fn session_id(given: GivenText, path: &str) -> Result<String> {
+    match given {
+        GivenText::Text(id) => {
+            check_session_id(&id, path)?;
+            Ok(id)
+        }
+        GivenText::NotText => Err(not_an_id(path)),
+        GivenText::LoneSurrogate => Err(lone_surrogate(path)),
+    }
+}
+
+/// The rule of a session id, for one already read as text: not empty.
+///
+/// # Errors
+/// [`SessionError::Input`] at `path` for an empty id.
+pub fn check_session_id(id: &str, path: &str) -> Result<()> {
+    if id.is_empty() {
+        return Err(not_an_id(path));
+    }
+    Ok(())
+}
+
+fn not_an_id(path: &str) -> SessionError {
+    SessionError::input(path, format!("{path} must be a non-empty string"))
+}
+
+/// The text `given` at `path`, `None` when it is not text at all (the caller decides whether that
+/// is allowed).
+///
+/// # Errors
+/// [`SessionError::Input`] at `path` for a string with a lone surrogate.
+pub fn optional_text(given: GivenText, path: &str) -> Result<Option<String>> {
+    match given {
+        GivenText::Text(text) => Ok(Some(text)),
+        GivenText::NotText => Ok(None),
+        GivenText::LoneSurrogate => Err(lone_surrogate(path)),
+    }
+}
+
+/// The path of a file `given` at `path`: a non-empty string of well-formed text with no NUL,
+/// resolved against the working directory when relative.
+///
+/// # Errors
+/// [`SessionError::Input`] at `path` for anything else.
+pub fn file_path(given: GivenText, path: &str) -> Result<std::path::PathBuf> {
+    let refused = || SessionError::input(path, format!("{path} must be the path of a file"));
+    let text = match given {
+        GivenText::Text(text) if !text.is_empty() && !text.contains('\0') => text,
+        GivenText::Text(_) | GivenText::NotText | GivenText::LoneSurrogate => return Err(refused()),
+    };
+    std::path::absolute(&text)
+        .map_err(|e| SessionError::input(path, format!("{path} must be the path of a file: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,5 +411,56 @@ mod tests {
         assert_eq!(sample.nested.unwrap().capacity, Some(Count(3)));
         assert_eq!(ports(sample.ports.unwrap()), vec![1, 65535]);
         assert_eq!(sample.env.unwrap()["A"], "a");
+    }
+
+    #[test]
+    fn a_session_id_is_non_empty_well_formed_text() {
+        assert_eq!(
+            session_id(GivenText::Text("a".into()), "id"),
+            Ok("a".into())
+        );
+        assert_eq!(
+            session_id(GivenText::Text("a\u{FFFD}".into()), "id"),
+            Ok("a\u{FFFD}".into()),
+            "U+FFFD itself is text like any other"
+        );
+        for (given, message) in [
+            (
+                GivenText::Text(String::new()),
+                "sessionId must be a non-empty string",
+            ),
+            (GivenText::NotText, "sessionId must be a non-empty string"),
+            (
+                GivenText::LoneSurrogate,
+                "sessionId must be well-formed text (it holds a lone surrogate)",
+            ),
+        ] {
+            assert_eq!(
+                session_id(given, "sessionId"),
+                Err(SessionError::input("sessionId", message))
+            );
+        }
+        assert_eq!(optional_text(GivenText::NotText, "name"), Ok(None));
+        assert!(optional_text(GivenText::LoneSurrogate, "name").is_err());
+    }
+
+    #[test]
+    fn a_file_path_is_resolved_and_never_empty_nor_holding_a_nul() {
+        let path = file_path(GivenText::Text("x.db".into()), "path").unwrap();
+        assert!(path.is_absolute() && path.ends_with("x.db"));
+        for given in [
+            GivenText::Text(String::new()),
+            GivenText::Text("a\0b".into()),
+            GivenText::NotText,
+            GivenText::LoneSurrogate,
+        ] {
+            assert_eq!(
+                file_path(given, "path"),
+                Err(SessionError::input(
+                    "path",
+                    "path must be the path of a file"
+                ))
+            );
+        }
     }
 }

@@ -17,12 +17,13 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
+use super::command_wait::{CommandWait, StartWait};
 use super::entry::{lock, Entry};
 use super::{timers, Inner, SessionManager};
 use crate::engine::agent::{CommandOutput, CommandRun};
 use crate::engine::error::{Result, SessionError};
 use crate::engine::session::lifecycle::{decide, Command, Decision, Input};
-use crate::engine::session::{ExecResult, KeyedCommand, SessionStatus};
+use crate::engine::session::{ExecResult, KeyedCommand};
 
 /// What `exec()` is given.
 #[derive(Debug, Clone)]
@@ -45,8 +46,6 @@ pub const MOST_OUTPUT_BYTES: u64 = 64 << 20;
 pub(super) const MOST_COMMAND_BYTES: usize = 256_000;
 /// The longest key, in bytes.
 pub(super) const MOST_KEY_BYTES: usize = 1_024;
-/// The words of a command, or a message, cut by its caller before it started.
-pub(super) const CUT_BEFORE_START: &str = "It was cut short by its caller before it started.";
 /// The words of a key given again with another command.
 pub(super) const KEY_OF_ANOTHER_COMMAND: &str =
     "This key was given to another command: a key always names the same command.";
@@ -86,7 +85,7 @@ pub(super) async fn cancellable<T>(
     work: impl Future<Output = T>,
 ) -> Result<T> {
     if *cancel.borrow() {
-        return Err(SessionError::host(CUT_BEFORE_START));
+        return Err(SessionError::CutBeforeStart);
     }
     let cut = async {
         if cancel.wait_for(|cut| *cut).await.is_err() {
@@ -95,7 +94,7 @@ pub(super) async fn cancellable<T>(
     };
     tokio::select! {
         value = work => Ok(value),
-        () = cut => Err(SessionError::host(CUT_BEFORE_START)),
+        () = cut => Err(SessionError::CutBeforeStart),
     }
 }
 
@@ -206,9 +205,9 @@ impl Inner {
         request: ExecRequest,
         cancel: &mut watch::Receiver<bool>,
     ) -> Result<ExecResult> {
-        let mut brought_back = false;
+        let mut wait = CommandWait::new(entry, cancel, StartWait::Cuttable);
         loop {
-            let guard = cancellable(cancel, entry.commands.lock()).await?;
+            let guard = wait.lock().await?;
             self.load(entry).await?;
             let (status, error, kept) = {
                 let state = entry.state();
@@ -232,34 +231,12 @@ impl Inner {
                     KEY_OF_ANOTHER_COMMAND,
                 ));
             }
-            let refuse = || SessionError::in_status(&entry.id, status, error.as_deref());
             match decide(status, Input::Command(Command::Exec)) {
                 Decision::RunCommand => return self.run_command(entry, request).await,
-                Decision::WaitReady => {
-                    drop(guard);
-                    cancellable(cancel, self.wait_while(entry, SessionStatus::Preparing)).await?;
+                other => {
+                    wait.follow(self, guard, other, status, error.as_deref())
+                        .await?
                 }
-                Decision::WaitTurnOver => {
-                    drop(guard);
-                    cancellable(cancel, self.wait_while(entry, SessionStatus::Busy)).await?;
-                }
-                Decision::Resume | Decision::StartAgain if brought_back => return Err(refuse()),
-                Decision::Resume | Decision::StartAgain
-                    if self.shut_down.load(std::sync::atomic::Ordering::SeqCst) =>
-                {
-                    return Err(SessionError::ShutDown)
-                }
-                Decision::Resume | Decision::StartAgain => {
-                    let resuming = status == SessionStatus::Suspended;
-                    self.bring_back(entry, resuming).await?;
-                    brought_back = true;
-                    drop(guard);
-                    cancellable(cancel, self.wait_while(entry, SessionStatus::Preparing)).await?;
-                }
-                Decision::Refuse(Some(words)) => {
-                    return Err(SessionError::conflict(&entry.id, status, words))
-                }
-                _ => return Err(refuse()),
             }
         }
     }

@@ -7,6 +7,7 @@
 //! failed, interrupted) are not held in memory: the store has them.
 
 mod bounds;
+mod command_wait;
 mod entry;
 mod exec;
 mod journal;
@@ -177,9 +178,7 @@ impl SessionManager {
         history: Vec<StoredMessage>,
     ) -> Result<SessionSummary> {
         self.on_session(&id, async |inner, entry| {
-            if id.is_empty() {
-                return Err(SessionError::input("id", "id must be a non-empty string"));
-            }
+            crate::engine::input::check_session_id(&id, "id")?;
             messages::check_depth(&metadata, "metadata")?;
             inner.create(entry, metadata, history).await
         })

@@ -11,7 +11,8 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::engine::agent::{
-    HarnessSession, OpenRequest, TurnControl, TurnEnd, TurnFeed, TurnInput, TurnReport, TurnStart,
+    EncodedChunks, HarnessSession, OpenRequest, TurnControl, TurnEnd, TurnFeed, TurnInput,
+    TurnReport, TurnStart,
 };
 use crate::engine::lease::{Lease, SandboxRef};
 use crate::engine::session::answers;
@@ -19,7 +20,8 @@ use crate::engine::store::memory::MemoryStore;
 use crate::engine::ui::UiChunk;
 
 /// An agent whose turns answer `You said: <prompt>`; a prompt `hang` waits for an abort; a prompt
-/// `pause` asks an approval and leaves the harness session with an unfinished turn.
+/// `pause` asks an approval and leaves the harness session with an unfinished turn; a prompt
+/// `refuse` is refused before any stream (as `agent.stream()` rejecting).
 #[derive(Default)]
 struct ScriptedAgent {
     opened: AtomicUsize,
@@ -60,6 +62,13 @@ impl TurnControl for Abort {
     }
 }
 
+/// Chunks reported as JSON text, decoded by the engine as the binding's are.
+fn encoded(text: String) -> TurnReport {
+    TurnReport::Encoded(EncodedChunks::new(move || {
+        serde_json::from_str(&text).map_err(|e| e.to_string())
+    }))
+}
+
 fn chunk(value: Value) -> UiChunk {
     UiChunk::from_value(value).expect("a chunk")
 }
@@ -72,6 +81,9 @@ impl HarnessSession for ScriptedSession {
             TurnInput::Continue { .. } => "continued".into(),
         };
         self.prompts.lock().unwrap().push(prompt.clone());
+        if prompt == "refuse" {
+            return Err(SessionError::host("the agent refused the turn"));
+        }
         self.unfinished.store(prompt == "pause", Ordering::SeqCst);
         let (abort, mut aborted) = tokio::sync::watch::channel(None);
         tokio::spawn(async move {
@@ -80,7 +92,7 @@ impl HarnessSession for ScriptedSession {
                 chunk(json!({"type": "start-step"})),
             ]));
             if prompt == "pause" {
-                feed.report(TurnReport::Json(
+                feed.report(encoded(
                     json!([
                         {"type": "tool-input-available", "toolCallId": "c1", "toolName": "bash", "input": {"command": "ls"}},
                         {"type": "tool-approval-request", "approvalId": "a1", "toolCallId": "c1"},
@@ -101,7 +113,7 @@ impl HarnessSession for ScriptedSession {
                 feed.report(TurnReport::End(TurnEnd::default()));
                 return;
             }
-            feed.report(TurnReport::Json(
+            feed.report(encoded(
                 json!([
                     {"type": "text-start", "id": "t"},
                     {"type": "text-delta", "id": "t", "delta": format!("You said: {prompt}")},
@@ -308,6 +320,29 @@ async fn wait_turn(world: &World, turn_id: u64) -> SessionSummary {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     panic!("turn {turn_id} never finished");
+}
+
+#[tokio::test]
+async fn a_refused_turn_fails_its_caller_and_sends_nothing_to_a_client() {
+    let w = world(None, ManagerOptions::default(), None);
+    w.manager.create("r".into(), json!({})).await.unwrap();
+    until_status(&w.manager, "r", SessionStatus::Idle).await;
+    let refused = w.manager.send("r", send(1, "refuse")).await.unwrap_err();
+    assert_eq!(refused, SessionError::host("the agent refused the turn"));
+    let record = w.manager.get("r").await.unwrap().unwrap();
+    assert_eq!(record.summary.status, SessionStatus::Idle);
+    assert_eq!(
+        record.summary.error.as_deref(),
+        Some("the agent refused the turn")
+    );
+    assert_eq!(record.summary.turns, 0, "a refused turn does not count");
+    // The caller was told; the turn's client stream is the caller's to drop.
+    assert!(!w.recorder.delivered.lock().unwrap().contains_key(&1));
+    assert!(!w.recorder.finished.lock().unwrap().contains_key(&1));
+    // The next turn goes as any other.
+    w.manager.send("r", send(2, "hello")).await.unwrap();
+    assert_eq!(wait_turn(&w, 2).await.status, SessionStatus::Idle);
+    w.manager.shutdown().await.unwrap();
 }
 
 #[tokio::test]

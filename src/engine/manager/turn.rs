@@ -12,8 +12,8 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 
+use super::command_wait::{CommandWait, StartWait};
 use super::entry::{lock, CutTurn, Entry, Phase, Turn, TurnSlot};
-use super::exec::cancellable;
 use super::submissions::{self, SubmissionAsk};
 use super::turn_options::{self, starts_step, TurnOptions};
 use super::turn_output::{self, OutputSpec, OutputVerdict};
@@ -121,11 +121,11 @@ impl Inner {
             TurnAsk::Send(_) => Command::Send,
             TurnAsk::Continue(_) => Command::Continue,
         };
-        let mut brought_back = false;
+        let mut wait = CommandWait::new(entry, cancel, StartWait::Whole);
         loop {
             // A command running in the sandbox holds the lock: the message waits for it, unless
             // its caller cuts it.
-            let guard = cancellable(cancel, entry.commands.lock()).await?;
+            let guard = wait.lock().await?;
             self.load(entry).await?;
             let (status, error) = {
                 let state = entry.state();
@@ -144,31 +144,12 @@ impl Inner {
                     });
                 }
             }
-            let refuse = || SessionError::in_status(&entry.id, status, error.as_deref());
             match decide(status, Input::Command(command)) {
                 Decision::StartTurn => return self.begin_turn(entry, ask).await,
-                Decision::WaitReady => {
-                    drop(guard);
-                    cancellable(cancel, self.wait_while(entry, SessionStatus::Preparing)).await?;
+                other => {
+                    wait.follow(self, guard, other, status, error.as_deref())
+                        .await?
                 }
-                // The start this message waited for failed, or was cut short.
-                Decision::Resume | Decision::StartAgain if brought_back => return Err(refuse()),
-                Decision::Resume | Decision::StartAgain
-                    if self.shut_down.load(std::sync::atomic::Ordering::SeqCst) =>
-                {
-                    return Err(SessionError::ShutDown)
-                }
-                Decision::Resume | Decision::StartAgain => {
-                    let resuming = status == SessionStatus::Suspended;
-                    self.bring_back(entry, resuming).await?;
-                    brought_back = true;
-                    drop(guard);
-                    self.wait_while(entry, SessionStatus::Preparing).await;
-                }
-                Decision::Refuse(Some(words)) => {
-                    return Err(SessionError::conflict(&entry.id, status, words))
-                }
-                _ => return Err(refuse()),
             }
         }
     }
@@ -536,8 +517,8 @@ impl Inner {
                         read.cut_past_steps(slot);
                         dirty = true;
                     }
-                    Some(TurnReport::Json(text)) => {
-                        match serde_json::from_str::<Vec<UiChunk>>(&text) {
+                    Some(TurnReport::Encoded(encoded)) => {
+                        match encoded.decode() {
                             Ok(chunks) => {
                                 self.take_chunks(entry, chunks, read);
                                 read.cut_past_steps(slot);
@@ -701,7 +682,7 @@ impl Inner {
 
     /// Ends the turn, the caller holding the command lock: `awaiting-input` when the harness
     /// session still holds an unfinished turn, `idle` otherwise, however the turn ended; written,
-    /// then the client told. A turn cut short by a close or a shutdown writes nothing itself:
+    /// then the client told (a turn the agent refused has none: its caller is told instead). A turn cut short by a close or a shutdown writes nothing itself:
     /// whoever ends the session writes it and finishes the client.
     async fn finish_turn(
         self: &Arc<Self>,
@@ -837,23 +818,30 @@ impl Inner {
                 }
             }
         };
-        if read.tell_client {
-            if let Some(failure) = read.failure.as_ref() {
-                let text = self.seams.hooks.client_message(failure).await;
-                closing.push(UiChunk::error(text));
+        // A turn the agent refused has no reader: its `send()` or `continue()` fails with the
+        // refusal, and the caller drops the client stream; nothing crosses to it.
+        let has_reader = read.got_stream;
+        if has_reader {
+            if read.tell_client {
+                if let Some(failure) = read.failure.as_ref() {
+                    let text = self.seams.hooks.client_message(failure).await;
+                    closing.push(UiChunk::error(text));
+                }
+            }
+            if let Some(finish) = read.finish {
+                closing.push(finish);
+            }
+            if !closing.is_empty() && !gone {
+                self.seams.clients.deliver(turn_id, closing);
             }
         }
-        if let Some(finish) = read.finish {
-            closing.push(finish);
-        }
-        if !closing.is_empty() && !gone {
-            self.seams.clients.deliver(turn_id, closing);
-        }
         lock(&self.registry).turns.remove(&turn_id);
-        if let Some(verdict) = verdict.as_ref() {
-            self.seams.clients.answer(turn_id, &verdict.to_json());
+        if has_reader {
+            if let Some(verdict) = verdict.as_ref() {
+                self.seams.clients.answer(turn_id, &verdict.to_json());
+            }
+            self.seams.clients.finish(turn_id, &summary);
         }
-        self.seams.clients.finish(turn_id, &summary);
         entry.notify();
         timers::arm_idle(self, entry);
     }

@@ -23,6 +23,7 @@
 pub(crate) mod beneath;
 pub(crate) mod bootstrap_gate;
 pub mod docker;
+pub mod handout;
 pub mod local;
 pub mod paths;
 pub mod per_session;

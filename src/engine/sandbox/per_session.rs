@@ -21,7 +21,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
-use super::shared::{HeldSandbox, NativeSandbox, SandboxRegistry};
+use super::handout::SandboxHandouts;
+use super::shared::{HeldSandbox, NativeSandbox};
 use super::SandboxProvider;
 use crate::engine::error::{Result, SessionError};
 use crate::engine::lease::{Lease, SandboxRef, SessionSandboxes};
@@ -51,13 +52,13 @@ pub trait SandboxMaker: Send + Sync {
 /// The sandboxes of a native provider: `create` and `find` by session id.
 pub struct ProviderMaker {
     provider: Arc<dyn SandboxProvider>,
-    registry: Arc<SandboxRegistry>,
+    handouts: Arc<dyn SandboxHandouts>,
 }
 
 impl ProviderMaker {
-    /// The sandboxes of `provider`, numbered in `registry` while they are handed out.
-    pub fn new(provider: Arc<dyn SandboxProvider>, registry: Arc<SandboxRegistry>) -> Self {
-        ProviderMaker { provider, registry }
+    /// The sandboxes of `provider`, handed out through `handouts` while their lease holds them.
+    pub fn new(provider: Arc<dyn SandboxProvider>, handouts: Arc<dyn SandboxHandouts>) -> Self {
+        ProviderMaker { provider, handouts }
     }
 }
 
@@ -67,14 +68,14 @@ impl SandboxMaker for ProviderMaker {
         let session = self.provider.create(Some(session_id)).await?;
         Ok(Arc::new(NativeSandbox::handed_out(
             session,
-            self.registry.clone(),
+            self.handouts.clone(),
         )))
     }
 
     async fn resume(&self, session_id: &str) -> Result<Option<Arc<dyn HeldSandbox>>> {
         let found = self.provider.find(session_id).await?;
         Ok(found.map(|session| {
-            Arc::new(NativeSandbox::handed_out(session, self.registry.clone()))
+            Arc::new(NativeSandbox::handed_out(session, self.handouts.clone()))
                 as Arc<dyn HeldSandbox>
         }))
     }
@@ -241,14 +242,14 @@ impl Drop for OwnLease {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::sandbox::handout::Handouts;
     use crate::engine::sandbox::local::{LocalSandbox, LocalSandboxOptions};
-    use crate::engine::sandbox::shared::RegisteredSandbox;
     use crate::engine::sandbox::{Command, SandboxSession};
 
     struct Fixture {
         _root: tempfile::TempDir,
         provider: Arc<LocalSandbox>,
-        registry: Arc<SandboxRegistry>,
+        registry: Handouts<Arc<dyn SandboxSession>>,
         strategy: SandboxPerSession,
     }
 
@@ -262,9 +263,12 @@ mod tests {
             })
             .expect("valid options"),
         );
-        let registry = SandboxRegistry::new();
+        let registry = Handouts::<Arc<dyn SandboxSession>>::new();
         let strategy = SandboxPerSession::new(
-            Arc::new(ProviderMaker::new(provider.clone(), registry.clone())),
+            Arc::new(ProviderMaker::new(
+                provider.clone(),
+                Arc::new(registry.clone()),
+            )),
             max_sessions,
         )
         .expect("valid options");
@@ -278,12 +282,9 @@ mod tests {
 
     impl Fixture {
         fn session(&self, lease: &dyn Lease) -> Arc<dyn SandboxSession> {
-            match lease.sandbox().number() {
-                Some(number) => match self.registry.get(number) {
-                    Some(RegisteredSandbox::Native(session)) => session,
-                    _ => panic!("no sandbox numbered {number}"),
-                },
-                None => panic!("no sandbox handed out"),
+            match self.registry.get(&lease.sandbox()) {
+                Some(session) => session,
+                None => panic!("no sandbox handed out as {:?}", lease.sandbox()),
             }
         }
 
@@ -306,7 +307,7 @@ mod tests {
                 })
                 .expect("valid options"),
             ),
-            SandboxRegistry::new(),
+            Arc::new(Handouts::<Arc<dyn SandboxSession>>::new()),
         ));
         assert!(matches!(
             SandboxPerSession::new(maker, Some(0)),

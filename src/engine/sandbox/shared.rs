@@ -6,8 +6,8 @@
 //! - [`HeldSandbox`], a sandbox or a view as a strategy holds it, whether it is one of the
 //!   engine's own ([`NativeSandbox`], forked natively) or an object JavaScript keeps (the binding
 //!   implements the trait with host calls); [`SandboxOpener`], where the shared sandbox comes from.
-//! - [`SandboxRegistry`], the numbers under which the views handed to agents are known
-//!   ([`SandboxRef`]): the binding gives JavaScript the view of a number.
+//! - The views handed to agents get their [`SandboxRef`] from the strategy's
+//!   [`SandboxHandouts`] (see [`super::handout`]).
 //! - [`SharedSandbox`], the strategy itself, and its [`PortBook`].
 //!
 //! Invariants:
@@ -24,12 +24,12 @@
 //!   its files stay in the sandbox, in a working directory named after the session id, where the
 //!   session finds them again when it resumes.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
+use super::handout::{HandedOut, SandboxHandouts};
 use super::view::resource_name;
 use super::{ForkOptions, SandboxProvider, SandboxSession};
 use crate::engine::error::{Result, SessionError};
@@ -87,76 +87,6 @@ pub trait SandboxOpener: Send + Sync {
     async fn open(&self) -> Result<Arc<dyn HeldSandbox>>;
 }
 
-/// A sandbox known by number: one of the engine's own, or a JavaScript object.
-#[derive(Clone)]
-pub enum RegisteredSandbox {
-    /// One of the engine's own sandbox sessions.
-    Native(Arc<dyn SandboxSession>),
-    /// A JavaScript object, by the number its strategy keeps it under in JavaScript.
-    Js(u64),
-}
-
-/// The sandboxes handed to agents, by number: what the [`SandboxRef`]s of the engine's strategies
-/// refer to.
-///
-/// An entry lives as long as its [`Registration`]: the lease that handed the sandbox out.
-#[derive(Default)]
-pub struct SandboxRegistry {
-    next: AtomicU64,
-    entries: Mutex<HashMap<u64, RegisteredSandbox>>,
-}
-
-impl SandboxRegistry {
-    /// An empty registry.
-    pub fn new() -> Arc<Self> {
-        Arc::new(SandboxRegistry::default())
-    }
-
-    /// Numbers `sandbox` until the returned registration is dropped.
-    pub fn register(self: &Arc<Self>, sandbox: RegisteredSandbox) -> Registration {
-        let number = self.next.fetch_add(1, Ordering::Relaxed) + 1;
-        lock(&self.entries).insert(number, sandbox);
-        Registration {
-            registry: self.clone(),
-            number,
-        }
-    }
-
-    /// The sandbox numbered `number`, while it is handed out.
-    pub fn get(&self, number: u64) -> Option<RegisteredSandbox> {
-        lock(&self.entries).get(&number).cloned()
-    }
-
-    /// How many sandboxes are handed out.
-    pub fn len(&self) -> usize {
-        lock(&self.entries).len()
-    }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// A sandbox's number in a [`SandboxRegistry`], forgotten when this is dropped.
-pub struct Registration {
-    registry: Arc<SandboxRegistry>,
-    number: u64,
-}
-
-impl Registration {
-    /// The reference an agent is handed.
-    pub fn sandbox_ref(&self) -> SandboxRef {
-        SandboxRef::handle(self.number)
-    }
-}
-
-impl Drop for Registration {
-    fn drop(&mut self) {
-        lock(&self.registry.entries).remove(&self.number);
-    }
-}
-
 /// The working directory of session `session_id` in a shared sandbox, relative to the sandbox's
 /// own: stable, so that a resumed session finds its files.
 pub fn session_directory(session_id: &str) -> String {
@@ -167,27 +97,31 @@ pub fn session_directory(session_id: &str) -> String {
 /// and destroyed natively, without crossing into JavaScript.
 pub struct NativeSandbox {
     session: Arc<dyn SandboxSession>,
-    registry: Arc<SandboxRegistry>,
-    registration: Option<Registration>,
+    handouts: Arc<dyn SandboxHandouts>,
+    handed_out: Option<HandedOut>,
 }
 
 impl NativeSandbox {
-    /// A sandbox the strategy keeps to itself (the shared one, which only its views leave).
-    pub fn kept(session: Arc<dyn SandboxSession>, registry: Arc<SandboxRegistry>) -> Self {
+    /// A sandbox the strategy keeps to itself (the shared one, which only its views leave); its
+    /// views are handed out through `handouts`.
+    pub fn kept(session: Arc<dyn SandboxSession>, handouts: Arc<dyn SandboxHandouts>) -> Self {
         NativeSandbox {
             session,
-            registry,
-            registration: None,
+            handouts,
+            handed_out: None,
         }
     }
 
-    /// A sandbox handed to an agent: numbered in `registry` while it is held.
-    pub fn handed_out(session: Arc<dyn SandboxSession>, registry: Arc<SandboxRegistry>) -> Self {
-        let registration = registry.register(RegisteredSandbox::Native(session.clone()));
+    /// A sandbox handed to an agent: its reference is known to `handouts` while it is held.
+    pub fn handed_out(
+        session: Arc<dyn SandboxSession>,
+        handouts: Arc<dyn SandboxHandouts>,
+    ) -> Self {
+        let handed_out = handouts.hand_out(session.clone());
         NativeSandbox {
             session,
-            registry,
-            registration: Some(registration),
+            handouts,
+            handed_out: Some(handed_out),
         }
     }
 
@@ -200,9 +134,9 @@ impl NativeSandbox {
 #[async_trait]
 impl HeldSandbox for NativeSandbox {
     fn sandbox_ref(&self) -> SandboxRef {
-        self.registration
+        self.handed_out
             .as_ref()
-            .map_or(SandboxRef::NONE, Registration::sandbox_ref)
+            .map_or(SandboxRef::NONE, HandedOut::sandbox_ref)
     }
 
     async fn fork(&self, session_id: &str, port: u16) -> Result<Arc<dyn HeldSandbox>> {
@@ -215,7 +149,7 @@ impl HeldSandbox for NativeSandbox {
             .await?;
         Ok(Arc::new(NativeSandbox::handed_out(
             view,
-            self.registry.clone(),
+            self.handouts.clone(),
         )))
     }
 
@@ -237,20 +171,20 @@ impl HeldSandbox for NativeSandbox {
 pub struct ProviderOpener {
     provider: Arc<dyn SandboxProvider>,
     name: String,
-    registry: Arc<SandboxRegistry>,
+    handouts: Arc<dyn SandboxHandouts>,
 }
 
 impl ProviderOpener {
-    /// Opens the sandbox `name` of `provider`; its views are numbered in `registry`.
+    /// Opens the sandbox `name` of `provider`; its views are handed out through `handouts`.
     pub fn new(
         provider: Arc<dyn SandboxProvider>,
         name: impl Into<String>,
-        registry: Arc<SandboxRegistry>,
+        handouts: Arc<dyn SandboxHandouts>,
     ) -> Self {
         ProviderOpener {
             provider,
             name: name.into(),
-            registry,
+            handouts,
         }
     }
 }
@@ -261,7 +195,7 @@ impl SandboxOpener for ProviderOpener {
         let session = self.provider.open(&self.name).await?;
         Ok(Arc::new(NativeSandbox::kept(
             session,
-            self.registry.clone(),
+            self.handouts.clone(),
         )))
     }
 }
@@ -562,6 +496,7 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
 
     use super::*;
+    use crate::engine::sandbox::handout::Handouts;
     use crate::engine::sandbox::local::{LocalSandbox, LocalSandboxOptions};
     use crate::engine::sandbox::Command;
 
@@ -599,26 +534,6 @@ mod tests {
             PortBook::new(vec![4000, 0]),
             Err(SessionError::Input { path, .. }) if path == "ports[1]"
         ));
-    }
-
-    #[test]
-    fn registrations_number_sandboxes_while_held() {
-        let registry = SandboxRegistry::new();
-        let first = registry.register(RegisteredSandbox::Js(7));
-        let second = registry.register(RegisteredSandbox::Js(8));
-        assert_ne!(first.sandbox_ref(), second.sandbox_ref());
-        let Some(number) = first.sandbox_ref().number() else {
-            panic!("a numbered reference");
-        };
-        assert!(matches!(
-            registry.get(number),
-            Some(RegisteredSandbox::Js(7))
-        ));
-        drop(first);
-        assert!(registry.get(number).is_none());
-        assert_eq!(registry.len(), 1);
-        drop(second);
-        assert!(registry.is_empty());
     }
 
     /// A sandbox that counts what it is asked, failing its first `fail_opens` opens.
@@ -796,21 +711,22 @@ mod tests {
             })
             .expect("valid options"),
         );
-        let registry = SandboxRegistry::new();
+        let registry = Handouts::<Arc<dyn SandboxSession>>::new();
         let shared = SharedSandbox::new(
-            Arc::new(ProviderOpener::new(provider, "shared", registry.clone())),
+            Arc::new(ProviderOpener::new(
+                provider,
+                "shared",
+                Arc::new(registry.clone()),
+            )),
             SharedSandboxOptions {
                 ports: vec![4101, 4102],
                 stop_when_unused: false,
             },
         )
         .expect("valid ports");
-        let view_of = |lease: &dyn Lease| match lease.sandbox().number() {
-            Some(number) => match registry.get(number) {
-                Some(RegisteredSandbox::Native(view)) => view,
-                _ => panic!("no view numbered {number}"),
-            },
-            None => panic!("no view handed out"),
+        let view_of = |lease: &dyn Lease| match registry.get(&lease.sandbox()) {
+            Some(view) => view,
+            None => panic!("no view handed out as {:?}", lease.sandbox()),
         };
         let a = shared.acquire("chat a", false).await.expect("a lease");
         let b = shared.acquire("chat-b", false).await.expect("a lease");

@@ -24,6 +24,7 @@
 //! - one open store per file: a second one, in this process or another, is refused at once (see
 //!   `lock`); closing the store, dropping it, or the process dying releases the file.
 
+pub mod key;
 mod lock;
 mod rows;
 mod schema;
