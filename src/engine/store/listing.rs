@@ -1,17 +1,22 @@
-//! What a store lists: every session's summary as JSON, kept in list order (the most recently
-//! updated first, ties by id), each under the stamp it was written with, so that `list()` only
-//! joins text and [`super::SessionStore::list_since`] writes only what changed.
+//! What a store lists: every session's summary as JSON, each under the stamp it was written
+//! with, and their list order (the most recently updated first, ties by id), so that `list()`
+//! only joins text and [`super::SessionStore::list_since`] writes only what changed.
+//!
+//! A write costs a hash-map insert: the order is made when a list first asks for it, then kept
+//! by the moves the writes since have queued, applied at the next list (writes are the hot path
+//! of a store, lists the rare one). Too many moves queued, and the order is made again instead.
 //!
 //! Invariants:
 //! - every change (a summary put, a session removed) and every new listing takes a new stamp
 //!   from the store's [`Stamps`], greater than any the store gave before: a listing whose stamp
 //!   is a caller's `known` has not changed since the answer that gave that caller `known`;
 //! - a stamp names one summary as it was written, once, in this store;
-//! - the order is that of [`super::sort_newest_first`]: [`order_key`]s sort like
-//!   `f64::total_cmp`, and ids are unique.
+//! - the order, once applied, holds each listed session once, at the place of its summary's
+//!   [`order_key`]: that of [`super::sort_newest_first`] ([`order_key`]s sort like
+//!   `f64::total_cmp`, and ids are unique).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -29,15 +34,27 @@ struct Listed {
     json: Box<str>,
     /// The stamp it was written with.
     stamp: u64,
+    /// Its `updatedAt`'s [`order_key`]: its place in the list.
+    key: i64,
 }
 
-/// Every summary of a store, in list order, as JSON.
+/// A session that changed place since the order was last applied: from its old key (none when
+/// it is new) to its new one (none when it was removed).
+struct Move {
+    id: String,
+    from: Option<i64>,
+    to: Option<i64>,
+}
+
+/// Every summary of a store, as JSON, and their list order.
 pub struct Listing {
     stamps: Stamps,
-    /// The summaries, in list order.
-    order: BTreeMap<Place, Listed>,
-    /// The order key of each session's summary: where to find it in `order`.
-    keys: HashMap<String, i64>,
+    /// The summaries, by session id.
+    listed: HashMap<String, Listed>,
+    /// The list order, once a list asked for it; `None` until then, or after too many moves.
+    order: Option<BTreeSet<Place>>,
+    /// The moves not applied to `order` yet (none while there is no order).
+    moves: Vec<Move>,
     /// The stamp of the last change, or of the listing's making.
     stamp: u64,
 }
@@ -48,8 +65,9 @@ impl Listing {
         let stamp = next(&stamps);
         Listing {
             stamps,
-            order: BTreeMap::new(),
-            keys: HashMap::new(),
+            listed: HashMap::new(),
+            order: None,
+            moves: Vec::new(),
             stamp,
         }
     }
@@ -58,51 +76,108 @@ impl Listing {
     /// `updated_at_key` (its `updatedAt`'s [`order_key`]).
     pub fn put(&mut self, id: &str, updated_at_key: i64, json: impl Into<Box<str>>) {
         self.stamp = next(&self.stamps);
-        if let Some(key) = self.keys.insert(id.to_owned(), updated_at_key) {
-            if key != updated_at_key {
-                self.order.remove(&(Reverse(key), id.to_owned()));
+        let listed = Listed {
+            json: json.into(),
+            stamp: self.stamp,
+            key: updated_at_key,
+        };
+        let from = match self.listed.get_mut(id) {
+            Some(kept) => Some(std::mem::replace(kept, listed).key),
+            None => {
+                self.listed.insert(id.to_owned(), listed);
+                None
             }
+        };
+        if from != Some(updated_at_key) {
+            self.queue(id, from, Some(updated_at_key));
         }
-        self.order.insert(
-            (Reverse(updated_at_key), id.to_owned()),
-            Listed {
-                json: json.into(),
-                stamp: self.stamp,
-            },
-        );
     }
 
     /// Takes session `id` off the list; whether it was on it.
     pub fn remove(&mut self, id: &str) -> bool {
-        let Some(key) = self.keys.remove(id) else {
+        let Some(listed) = self.listed.remove(id) else {
             return false;
         };
-        self.order.remove(&(Reverse(key), id.to_owned()));
         self.stamp = next(&self.stamps);
+        self.queue(id, Some(listed.key), None);
         true
+    }
+
+    /// Queues a move for the order, when there is one to keep.
+    fn queue(&mut self, id: &str, from: Option<i64>, to: Option<i64>) {
+        if self.order.is_none() {
+            return;
+        }
+        if self.moves.len() >= self.listed.len().max(64) {
+            // Making the order again costs less than applying more moves than there are sessions.
+            self.order = None;
+            self.moves.clear();
+            return;
+        }
+        self.moves.push(Move {
+            id: id.to_owned(),
+            from,
+            to,
+        });
+    }
+
+    /// The list order, made or brought up to date.
+    fn order(&mut self) -> &BTreeSet<Place> {
+        let listed = &self.listed;
+        let order = self.order.get_or_insert_with(|| {
+            self.moves.clear();
+            listed
+                .iter()
+                .map(|(id, l)| (Reverse(l.key), id.clone()))
+                .collect()
+        });
+        for change in self.moves.drain(..) {
+            if let Some(from) = change.from {
+                order.remove(&(Reverse(from), change.id.clone()));
+            }
+            if let Some(to) = change.to {
+                order.insert((Reverse(to), change.id));
+            }
+        }
+        order
+    }
+
+    /// The summaries, in list order.
+    fn in_order(&mut self) -> impl Iterator<Item = (&str, &Listed)> {
+        self.order();
+        let listed = &self.listed;
+        self.order.iter().flatten().filter_map(move |(_, id)| {
+            listed
+                .get_key_value(id.as_str())
+                .map(|(id, l)| (id.as_str(), l))
+        })
     }
 
     /// The number of summaries listed.
     pub fn len(&self) -> usize {
-        self.order.len()
+        self.listed.len()
     }
 
     /// Whether nothing is listed.
     pub fn is_empty(&self) -> bool {
-        self.order.is_empty()
+        self.listed.is_empty()
     }
 
     /// The ids, in list order.
-    pub fn ids(&self) -> impl Iterator<Item = &str> {
-        self.order.keys().map(|(_, id)| id.as_str())
+    pub fn ids(&mut self) -> impl Iterator<Item = &str> {
+        self.in_order().map(|(id, _)| id)
     }
 
     /// The list as JSON text: `[summary, ...]`.
-    pub fn json(&self) -> String {
-        let size = self.order.values().map(|l| l.json.len() + 1).sum::<usize>();
+    pub fn json(&mut self) -> String {
+        let size = self
+            .listed
+            .values()
+            .map(|l| l.json.len() + 1)
+            .sum::<usize>();
         let mut json = String::with_capacity(size + 2);
         json.push('[');
-        for (index, listed) in self.order.values().enumerate() {
+        for (index, (_, listed)) in self.in_order().enumerate() {
             if index > 0 {
                 json.push(',');
             }
@@ -116,19 +191,19 @@ impl Listing {
     /// summaries stamped at most `known`: `[stamp]` alone when nothing changed since (`known` is
     /// the listing's stamp), else `[stamp, rows]`, a bare stamp for each summary stamped at most
     /// `known`, `[stamp, summary]` for the others.
-    pub fn since(&self, known: u64) -> String {
+    pub fn since(&mut self, known: u64) -> String {
         if known == self.stamp {
             return format!("[{known}]");
         }
         let fresh = self
-            .order
+            .listed
             .values()
             .filter(|l| l.stamp > known)
             .map(|l| l.json.len() + 24)
             .sum::<usize>();
-        let mut json = String::with_capacity(fresh + self.order.len() * 8 + 24);
+        let mut json = String::with_capacity(fresh + self.listed.len() * 8 + 24);
         let _ = write!(json, "[{},[", self.stamp);
-        for (index, listed) in self.order.values().enumerate() {
+        for (index, (_, listed)) in self.in_order().enumerate() {
             if index > 0 {
                 json.push(',');
             }
@@ -229,13 +304,49 @@ mod tests {
         assert_eq!(after[1].as_array().unwrap().len(), 1);
     }
 
+    /// The order kept by queued moves, and made again after too many, is the order made from
+    /// scratch: checked against a sort of the summaries after every step of a mixed workload.
+    #[test]
+    fn the_kept_order_is_always_the_sorted_order() {
+        let mut l = listing();
+        let mut expected: HashMap<String, i64> = HashMap::new();
+        let mut seed = 7_u64;
+        let mut random = move |below: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % below
+        };
+        for step in 0..3000 {
+            let id = format!("s{}", random(90));
+            if random(5) == 0 {
+                assert_eq!(l.remove(&id), expected.remove(&id).is_some());
+            } else {
+                let key = order_key(random(40) as f64 - 20.0);
+                l.put(&id, key, format!(r#"{{"id":"{id}"}}"#));
+                expected.insert(id, key);
+            }
+            // Lists now and then, so that moves pile up (past the limit, too) between lists.
+            if random(if step < 1500 { 3 } else { 200 }) == 0 {
+                let mut sorted: Vec<(Reverse<i64>, String)> = expected
+                    .iter()
+                    .map(|(id, key)| (Reverse(*key), id.clone()))
+                    .collect();
+                sorted.sort();
+                let want: Vec<&str> = sorted.iter().map(|(_, id)| id.as_str()).collect();
+                assert_eq!(l.ids().collect::<Vec<_>>(), want, "at step {step}");
+                assert_eq!(l.len(), expected.len());
+            }
+        }
+    }
+
     #[test]
     fn a_new_listing_from_the_same_stamps_never_reuses_a_stamp() {
         let stamps = Stamps::default();
         let mut first = Listing::new(stamps.clone());
         first.put("a", order_key(1.0), r#"{"id":"a"}"#);
         let known = answer(&first.since(0))[0].as_u64().unwrap();
-        let empty = Listing::new(stamps);
+        let mut empty = Listing::new(stamps);
         assert_eq!(
             answer(&empty.since(known))[1],
             json!([]),

@@ -84,11 +84,11 @@ impl SessionStore for MemoryStore {
     }
 
     async fn list(&self) -> Result<Vec<SessionSummary>> {
-        let entries = self.entries()?;
-        Ok(entries
-            .listing
+        let mut guard = self.entries()?;
+        let Entries { by_id, listing } = &mut *guard;
+        Ok(listing
             .ids()
-            .filter_map(|id| entries.by_id.get(id))
+            .filter_map(|id| by_id.get(id))
             .map(|entry| entry.record.summary.clone())
             .collect())
     }

@@ -451,7 +451,7 @@ impl Worker {
 
     /// What `answer` makes of the listing, read again first if another connection wrote the
     /// file since (or if it was never read).
-    fn listed(&mut self, answer: impl FnOnce(&Listing) -> String) -> Result<Listed> {
+    fn listed(&mut self, answer: impl FnOnce(&mut Listing) -> String) -> Result<Listed> {
         let fail = |err: rusqlite::Error| failed("list the sessions", &err);
         let version: i64 = self
             .conn
@@ -462,7 +462,7 @@ impl Worker {
             self.listing = None;
             self.listing = Some(self.read_listing(&mut unreadable)?);
         }
-        let Some((listing, _)) = &self.listing else {
+        let Some((listing, _)) = &mut self.listing else {
             return Err(SessionError::internal("the sqlite store lost its listing"));
         };
         Ok(Listed {
