@@ -22,21 +22,53 @@ impl Default for MemoryStore {
             entries: Mutex::new(Entries {
                 by_id: HashMap::new(),
                 listing: Listing::new(Stamps::default()),
+                unlisted: Vec::new(),
             }),
         }
     }
 }
 
 /// The records, and their summaries as `list()` gives them.
+///
+/// A save only keeps its record; its summary is written into the listing by the next list (or
+/// once the saves not listed yet outnumber the sessions): writes are a store's hot path, lists
+/// its rare one.
 struct Entries {
     by_id: HashMap<String, Entry>,
-    /// The summaries as JSON, written once at `save`, in list order: `list_json` only joins them.
+    /// The summaries as JSON, in list order: `list_json` only joins them.
     listing: Listing,
+    /// The sessions saved since the last list whose summary the listing lacks, each once (and
+    /// those deleted since, skipped when listed).
+    unlisted: Vec<String>,
 }
 
 struct Entry {
     record: SessionRecord,
     resume_state: Option<Value>,
+    /// Whether the listing holds this record's summary.
+    listed: bool,
+}
+
+impl Entries {
+    /// Writes the summaries saved since the last list into the listing.
+    fn list_saved(&mut self) -> Result<()> {
+        for id in self.unlisted.drain(..) {
+            let Some(entry) = self.by_id.get_mut(&id) else {
+                continue;
+            };
+            if entry.listed {
+                continue;
+            }
+            let summary = &entry.record.summary;
+            let json = serde_json::to_string(summary).map_err(|e| {
+                SessionError::internal(format!("a summary could not be written: {e}"))
+            })?;
+            self.listing
+                .put(&id, order_key(summary.updated_at.millis()), json);
+            entry.listed = true;
+        }
+        Ok(())
+    }
 }
 
 impl MemoryStore {
@@ -59,19 +91,28 @@ impl SessionStore for MemoryStore {
     }
 
     async fn save_owned(&self, record: SessionRecord, resume_state: Option<Value>) -> Result<()> {
-        let summary_json = serde_json::to_string(&record.summary)
-            .map_err(|e| SessionError::internal(format!("a summary could not be written: {e}")))?;
         let id = record.summary.id.clone();
-        let key = order_key(record.summary.updated_at.millis());
         let mut entries = self.entries()?;
-        entries.listing.put(&id, key, summary_json);
-        entries.by_id.insert(
-            id,
-            Entry {
-                record,
-                resume_state,
-            },
-        );
+        let entry = Entry {
+            record,
+            resume_state,
+            listed: false,
+        };
+        let listed_before = match entries.by_id.get_mut(&id) {
+            Some(kept) => std::mem::replace(kept, entry).listed,
+            None => {
+                entries.by_id.insert(id.clone(), entry);
+                true
+            }
+        };
+        // Unlisted before: its id is queued already.
+        if listed_before {
+            entries.unlisted.push(id);
+        }
+        if entries.unlisted.len() > entries.by_id.len() * 2 + 64 {
+            // Deleted sessions' ids pile up when nothing lists: list now, so that they go.
+            entries.list_saved()?;
+        }
         Ok(())
     }
 
@@ -85,7 +126,8 @@ impl SessionStore for MemoryStore {
 
     async fn list(&self) -> Result<Vec<SessionSummary>> {
         let mut guard = self.entries()?;
-        let Entries { by_id, listing } = &mut *guard;
+        guard.list_saved()?;
+        let Entries { by_id, listing, .. } = &mut *guard;
         Ok(listing
             .ids()
             .filter_map(|id| by_id.get(id))
@@ -94,11 +136,15 @@ impl SessionStore for MemoryStore {
     }
 
     async fn list_json(&self) -> Result<String> {
-        Ok(self.entries()?.listing.json())
+        let mut entries = self.entries()?;
+        entries.list_saved()?;
+        Ok(entries.listing.json())
     }
 
     async fn list_since(&self, known: u64) -> Result<String> {
-        Ok(self.entries()?.listing.since(known))
+        let mut entries = self.entries()?;
+        entries.list_saved()?;
+        Ok(entries.listing.since(known))
     }
 
     async fn get_resume_state(&self, id: &str) -> Result<Option<Value>> {
@@ -176,17 +222,18 @@ mod tests {
         store.save(&record("c", 500.0), None).await.unwrap();
         store.delete("b").await.unwrap();
         let since: Value = serde_json::from_str(&store.list_since(3).await.unwrap()).unwrap();
+        // Stamped at the list (the delete of b first, at once): b 4, then a 5 and c 6.
         assert_eq!(
             since,
             json!([
                 6,
                 [
                     [
-                        4,
+                        5,
                         serde_json::to_value(&record("a", 3000.0).summary).unwrap()
                     ],
                     [
-                        5,
+                        6,
                         serde_json::to_value(&record("c", 500.0).summary).unwrap()
                     ]
                 ]
@@ -196,6 +243,46 @@ mod tests {
         let unchanged: Value = serde_json::from_str(&store.list_since(6).await.unwrap()).unwrap();
         assert_eq!(unchanged, json!([6]), "nothing changed: the stamp alone");
         let older: Value = serde_json::from_str(&store.list_since(5).await.unwrap()).unwrap();
-        assert_eq!(older, json!([6, [4, 5]]), "the delete of b was a change");
+        assert_eq!(
+            older,
+            json!([
+                6,
+                [
+                    5,
+                    [
+                        6,
+                        serde_json::to_value(&record("c", 500.0).summary).unwrap()
+                    ]
+                ]
+            ]),
+            "c came after 5"
+        );
+        let before_delete: Value =
+            serde_json::from_str(&store.list_since(4).await.unwrap()).unwrap();
+        assert_eq!(before_delete[1].as_array().unwrap().len(), 2, "a and c");
+    }
+
+    /// Saves not listed yet are listed by the next list, each once, a deleted one never; and
+    /// when nothing lists, the queue of them stays bounded.
+    #[tokio::test]
+    async fn saves_are_listed_by_the_next_list_and_never_pile_up() {
+        let store = MemoryStore::new();
+        for round in 0..500 {
+            store
+                .save(&record("kept", f64::from(round)), None)
+                .await
+                .unwrap();
+            let id = format!("gone-{round}");
+            store.save(&record(&id, 1.0), None).await.unwrap();
+            store.delete(&id).await.unwrap();
+        }
+        // One session kept: at most twice that and 64 queued, and the save that tips it over.
+        assert!(store.entries().unwrap().unlisted.len() <= 2 + 64 + 1);
+        let listed: Value = serde_json::from_str(&store.list_json().await.unwrap()).unwrap();
+        assert_eq!(
+            listed,
+            json!([serde_json::to_value(&record("kept", 499.0).summary).unwrap()])
+        );
+        assert!(store.entries().unwrap().unlisted.is_empty());
     }
 }
