@@ -177,7 +177,7 @@ impl SqliteStore {
         if let Some(opened) = open.as_ref() {
             return Ok(opened.clone());
         }
-        let lock = lock::FileLock::acquire(&self.path)?;
+        let lock = lock::FileLock::acquire_waiting(&self.path).await?;
         let worker = WorkerHandle::start(OpenParams {
             path: self.path.clone(),
             busy_timeout: self.busy_timeout,

@@ -2,8 +2,10 @@
 //! for as long as it is open.
 //!
 //! Invariants:
-//! - a second store on the same file, in this process or another one, is refused at once (the
-//!   lock is taken without waiting) with an error saying the file is in use;
+//! - a second store on the same file, in this process or another one, is refused with an error
+//!   saying the file is in use, after [`INHERITED_FOR`] at most: a child process another thread
+//!   forks holds a copy of the lock's descriptor from its fork to its exec (`O_CLOEXEC` closes it
+//!   only then), so a lock just released can seem held for that moment;
 //! - the lock belongs to the open file description this module keeps: it is released when the
 //!   store is closed or dropped, and by the kernel when the process dies, however it dies;
 //! - `flock` locks are apart from the POSIX record locks SQLite takes on the same file, so the
@@ -21,13 +23,37 @@ pub(super) struct FileLock {
     _file: File,
 }
 
+/// The pauses between tries of a lock found held, in milliseconds: about 50 ms in all.
+const INHERITED_FOR: [u64; 5] = [1, 3, 6, 15, 25];
+
 impl FileLock {
+    /// [`FileLock::acquire`], tried again after each of the pauses of [`INHERITED_FOR`] while the
+    /// file is in use.
+    ///
+    /// # Errors
+    /// As [`FileLock::acquire`].
+    pub(super) async fn acquire_waiting(path: &Path) -> Result<FileLock> {
+        for pause in INHERITED_FOR {
+            match Self::try_acquire(path) {
+                Err(Tried::InUse(_)) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+                }
+                done => return done.map_err(Tried::into_error),
+            }
+        }
+        Self::acquire(path)
+    }
+
     /// Opens `path` (creating it with mode 0600 when missing, as the store would) and locks it.
     ///
     /// # Errors
     /// [`SessionError::Host`] naming the path: the file is in use by another open store, or it
     /// cannot be opened.
     pub(super) fn acquire(path: &Path) -> Result<FileLock> {
+        Self::try_acquire(path).map_err(Tried::into_error)
+    }
+
+    fn try_acquire(path: &Path) -> std::result::Result<FileLock, Tried> {
         let fail = |what: String| {
             SessionError::host(format!(
                 "could not open the sqlite store at {}: {what}",
@@ -36,7 +62,7 @@ impl FileLock {
         };
         // The file and its missing folders made as the store makes them (0600, 0700).
         super::schema::create_private_file(path)
-            .map_err(|err| fail(format!("could not create the file: {err}")))?;
+            .map_err(|err| Tried::Failed(fail(format!("could not create the file: {err}"))))?;
         let mut options = std::fs::OpenOptions::new();
         options.read(true).write(true).create(true);
         #[cfg(unix)]
@@ -46,19 +72,35 @@ impl FileLock {
         }
         let file = options
             .open(path)
-            .map_err(|err| fail(format!("could not create the file: {err}")))?;
+            .map_err(|err| Tried::Failed(fail(format!("could not create the file: {err}"))))?;
         lock_exclusive(&file).map_err(|err| {
             if err.kind() == std::io::ErrorKind::WouldBlock {
-                fail(
+                Tried::InUse(fail(
                     "the file is in use by another open sqlite store (in this process or another \
                      one): one process, one store per file; close or shut down the other first"
                         .to_owned(),
-                )
+                ))
             } else {
-                fail(format!("could not lock the file: {err}"))
+                Tried::Failed(fail(format!("could not lock the file: {err}")))
             }
         })?;
         Ok(FileLock { _file: file })
+    }
+}
+
+/// Why a try to lock failed.
+enum Tried {
+    /// Another open file description holds the lock.
+    InUse(SessionError),
+    /// Anything else.
+    Failed(SessionError),
+}
+
+impl Tried {
+    fn into_error(self) -> SessionError {
+        match self {
+            Tried::InUse(error) | Tried::Failed(error) => error,
+        }
     }
 }
 
