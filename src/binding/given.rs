@@ -48,17 +48,24 @@ impl FromNapiValue for GivenText {
     }
 }
 
-impl TypeName for GivenText {
-    fn type_name() -> &'static str {
-        "unknown"
-    }
+/// `unknown` to napi's types: JavaScript may give anything; the reader sorts it out.
+macro_rules! given_as_unknown {
+    ($($given:ty),*) => {$(
+        impl TypeName for $given {
+            fn type_name() -> &'static str {
+                "unknown"
+            }
 
-    fn value_type() -> ValueType {
-        ValueType::Unknown
-    }
+            fn value_type() -> ValueType {
+                ValueType::Unknown
+            }
+        }
+
+        impl ValidateNapiValue for $given {}
+    )*};
 }
 
-impl ValidateNapiValue for GivenText {}
+given_as_unknown!(GivenText, GivenKey);
 
 impl FromNapiValue for GivenKey {
     unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
@@ -113,15 +120,3 @@ unsafe fn bytes_of(env: sys::napi_env, value: sys::napi_value) -> napi::Result<O
         unsafe { std::slice::from_raw_parts(data.cast::<u8>(), length) }.to_vec(),
     ))
 }
-
-impl TypeName for GivenKey {
-    fn type_name() -> &'static str {
-        "unknown"
-    }
-
-    fn value_type() -> ValueType {
-        ValueType::Unknown
-    }
-}
-
-impl ValidateNapiValue for GivenKey {}
