@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { interleave, now, summarize } from './stats.mjs';
-import { chunkAgent, loadPackage, nullSandboxes, RESTING_STATUSES, saveAll, shortTurn, storedRecord } from './support.mjs';
+import { chunkAgent, loadPackage, loadReference, nullSandboxes, RESTING_STATUSES, saveAll, shortTurn, storedRecord } from './support.mjs';
 import { timeRow } from './report.mjs';
 
 export const title = 'list() with 10,000 sessions';
@@ -52,7 +52,10 @@ export async function run({ quick, log }) {
     const sqlite = createSqliteSessionStore({ path: join(dir, 'sessions.db') });
     const map = mapStore();
     const mapClone = mapStore({ clone: true });
-    for (const [name, store] of Object.entries({ memory, sqlite, map, mapClone })) {
+    const reference = await loadReference();
+    if (reference.missing) log(`  the reference is not measured: ${reference.missing}`);
+    const referenceMemory = reference.module?.createMemorySessionStore();
+    for (const [name, store] of Object.entries({ memory, sqlite, map, mapClone, ...(referenceMemory ? { reference: referenceMemory } : {}) })) {
       const started = now();
       await saveAll(store, records, { resumeState: (record) => (record.status === 'suspended' ? { type: 'resume-session', harnessId: 'bench', specificationVersion: 'harness-v1', data: { id: record.id } } : undefined) });
       log(`  filled the ${name} store with ${count} sessions through store.save() in ${(now() - started).toFixed(0)} ms`);
@@ -60,6 +63,8 @@ export async function run({ quick, log }) {
     const agent = chunkAgent(shortTurn);
     const manager = (store) => createSessionManager({ agent: () => agent, sandboxes: nullSandboxes(), store, onError: () => {} });
     const managers = { memory: manager(memory), sqlite: manager(sqlite) };
+    const referenceManager = referenceMemory && reference.module.createSessionManager({ agent: () => agent, sandboxes: nullSandboxes(), store: referenceMemory, onError: () => {} });
+    if (referenceManager) await referenceManager.list();
     // The first list() of a manager waits for its start (the sessions a crash left live): not timed here.
     for (const sessions of Object.values(managers)) await sessions.list();
 
@@ -90,7 +95,7 @@ export async function run({ quick, log }) {
       return ms;
     };
     const reps = quick ? 15 : 60;
-    log(`  ${reps} rounds of 8 variants, interleaved`);
+    log(`  ${reps} rounds of ${referenceManager ? 10 : 8} variants, interleaved`);
     const samples = await interleave(
       {
         managerMemory: timed(() => managers.memory.list()),
@@ -99,6 +104,7 @@ export async function run({ quick, log }) {
         storeSqlite: timed(() => sqlite.list()),
         map: timed(() => map.list()),
         mapClone: timed(() => mapClone.list()),
+        ...(referenceManager ? { referenceManager: timed(() => referenceManager.list()), referenceStore: timed(() => referenceMemory.list()) } : {}),
         ...(nativeOf(memory) && nativeOf(sqlite) ? { nativeMemory: nativeList(memory, 'memory'), nativeSqlite: nativeList(sqlite, 'sqlite') } : {}),
       },
       { reps, warmup: 3 },
@@ -122,9 +128,9 @@ export async function run({ quick, log }) {
     const baselineLabel = 'JS Map store: map + sort by updatedAt';
     return {
       rows: [
-        timeRow({ id: 'list.managerMemory', label: 'sessions.list(), memory store', baselineLabel, ours: samples.managerMemory, baseline: samples.map, target, chart: 'list(), memory store' }),
-        timeRow({ id: 'list.managerSqlite', label: 'sessions.list(), SQLite store', baselineLabel, ours: samples.managerSqlite, baseline: samples.map, target, chart: 'list(), SQLite store' }),
-        timeRow({ id: 'list.storeMemory', label: 'memory store.list() called directly', baselineLabel, ours: samples.storeMemory, baseline: samples.map }),
+        timeRow({ id: 'list.managerMemory', label: 'sessions.list(), memory store', baselineLabel, ours: samples.managerMemory, baseline: samples.map, reference: samples.referenceManager, target, chart: 'list(), memory store' }),
+        timeRow({ id: 'list.managerSqlite', label: 'sessions.list(), SQLite store', baselineLabel, ours: samples.managerSqlite, baseline: samples.map, reference: samples.referenceManager, target, chart: 'list(), SQLite store' }),
+        timeRow({ id: 'list.storeMemory', label: 'memory store.list() called directly', baselineLabel, ours: samples.storeMemory, baseline: samples.map, reference: samples.referenceStore }),
         timeRow({ id: 'list.storeSqlite', label: 'SQLite store.list() called directly', baselineLabel, ours: samples.storeSqlite, baseline: samples.map }),
         timeRow({ id: 'list.managerMemoryVsClone', label: 'sessions.list(), memory store', baselineLabel: 'JS Map store with structuredClone of each summary', ours: samples.managerMemory, baseline: samples.mapClone, chart: 'list() vs JS store that clones' }),
       ],
@@ -135,8 +141,9 @@ export async function run({ quick, log }) {
             ]
           : []),
         `sessions.list() right after an update() of one session's metadata (medians): ${summarize(afterWrite.memory).median.toFixed(1)} ms (memory store) / ${summarize(afterWrite.sqlite).median.toFixed(1)} ms (SQLite store).`,
-        `Stores filled through store.save() (${count} sessions at rest: suspended, closed, interrupted, failed; two messages each). The reference's own memory store was measured at ~68 ms (not measured here).`,
+        `Stores filled through store.save() (${count} sessions at rest: suspended, closed, interrupted, failed; two messages each). The reference's rows are its manager's list() and its memory store's list() on the same 10,000 sessions, filled the same way.`,
       ],
+      reference: reference.missing ? { missing: reference.missing } : { dir: reference.dir },
       checks: { lengths: [...lengths], newestFirst: sorted, summary: Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, summarize(v)])) },
     };
   } finally {

@@ -11,6 +11,26 @@ import { median, percentile, ratio, summarize } from './stats.mjs';
 
 // ─── Rows ──────────────────────────────────────────────────────────────────────────────────────
 
+/**
+ * The reference's side of a row (`ai-sdk-harness-sessions` 0.2.0 measured in the same run, see
+ * `loadReference()` in support.mjs): its summary, ours against it (as the row's ratio is), the
+ * median of the interleaved pairs, and its target, by default "at or ahead of the reference".
+ */
+function referenceFields(side, r, pairs, target, ours, better) {
+  if (side == null) return {};
+  if (target === undefined) target = better === 'higher' ? AHEAD_HIGHER : AHEAD_LOWER;
+  return {
+    reference: side,
+    referenceRatio: r,
+    referencePairedRatio: pairs.length ? median(pairs) : null,
+    referenceTarget: target === null ? undefined : judge(target, r, ours, side),
+  };
+}
+
+/** The default target against the reference: at or ahead of it, by the row's own measure. */
+const AHEAD_HIGHER = { text: '≥ 1.0 × the reference', check: (r) => r >= 1 };
+const AHEAD_LOWER = { text: '≤ 1.0 × the reference', check: (r) => r <= 1 };
+
 function judge(target, value, ours, baseline) {
   if (target === undefined) return undefined;
   let met = null;
@@ -27,13 +47,16 @@ function judge(target, value, ours, baseline) {
  * slow end (p95 of the times) beside it, the ratio of the median rates and the median of the
  * ratios of each interleaved pair. Higher is better.
  */
-export function rateRow({ id, label, baselineLabel, items, ours, baseline, target, chart, chartTarget }) {
+export function rateRow({ id, label, baselineLabel, items, ours, baseline, reference, referenceTarget, target, chart, chartTarget }) {
   const rate = (ms) => (items / ms) * 1000;
   const side = (times) => ({ median: rate(median(times)), p95: rate(percentile(times, 95)), n: times.length, times: summarize(times) });
   const o = side(ours);
   const b = baseline && side(baseline);
   const r = b ? ratio(o.median, b.median) : null;
   const pairs = b ? ours.map((t, i) => baseline[i] / t).filter(Number.isFinite) : [];
+  const f = reference && side(reference);
+  const fr = f ? ratio(o.median, f.median) : null;
+  const fPairs = f && reference.length === ours.length ? ours.map((t, i) => reference[i] / t).filter(Number.isFinite) : [];
   return {
     id,
     label,
@@ -42,6 +65,7 @@ export function rateRow({ id, label, baselineLabel, items, ours, baseline, targe
     better: 'higher',
     ours: o,
     baseline: b,
+    ...referenceFields(f, fr, fPairs, referenceTarget, o, 'higher'),
     ratio: r,
     ratioOf: 'ours/baseline throughput',
     pairedRatio: pairs.length ? median(pairs) : null,
@@ -52,11 +76,14 @@ export function rateRow({ id, label, baselineLabel, items, ours, baseline, targe
 }
 
 /** A row of times in milliseconds: medians, p95, p99, the ratio of the medians. Lower is better. */
-export function timeRow({ id, label, baselineLabel, ours, baseline, target, chart, chartTarget, unit = 'ms', tail = 'p95' }) {
+export function timeRow({ id, label, baselineLabel, ours, baseline, reference, referenceTarget, target, chart, chartTarget, unit = 'ms', tail = 'p95' }) {
   const o = summarize(ours);
   const b = baseline ? summarize(baseline) : null;
   const r = b ? ratio(o.median, b.median) : null;
   const pairs = b && baseline.length === ours.length ? ours.map((t, i) => t / baseline[i]).filter(Number.isFinite) : [];
+  const f = reference ? summarize(reference) : null;
+  const fr = f ? ratio(o.median, f.median) : null;
+  const fPairs = f && reference.length === ours.length ? ours.map((t, i) => t / reference[i]).filter(Number.isFinite) : [];
   return {
     id,
     label,
@@ -65,6 +92,7 @@ export function timeRow({ id, label, baselineLabel, ours, baseline, target, char
     better: 'lower',
     ours: o,
     baseline: b,
+    ...referenceFields(f, fr, fPairs, referenceTarget, o, 'lower'),
     ratio: r,
     ratioOf: 'ours/baseline time',
     tail,
@@ -79,11 +107,13 @@ export function timeRow({ id, label, baselineLabel, ours, baseline, target, char
  * A row of any other measure (memory, counts): `ours` and `baseline` as arrays of samples or
  * single numbers. Lower is better unless `better` says otherwise.
  */
-export function valueRow({ id, label, baselineLabel, unit, ours, baseline, target, chart, chartTarget, better = 'lower' }) {
+export function valueRow({ id, label, baselineLabel, unit, ours, baseline, reference, referenceTarget, target, chart, chartTarget, better = 'lower' }) {
   const side = (value) => (value == null ? null : Array.isArray(value) ? summarize(value) : { median: value, n: 1 });
   const o = side(ours);
   const b = side(baseline);
   const r = b ? ratio(o.median, b.median) : null;
+  const f = side(reference);
+  const fr = f ? ratio(o.median, f.median) : null;
   return {
     id,
     label,
@@ -92,6 +122,7 @@ export function valueRow({ id, label, baselineLabel, unit, ours, baseline, targe
     better,
     ours: o,
     baseline: b,
+    ...referenceFields(f, fr, [], referenceTarget, o, better),
     ratio: r,
     ratioOf: 'ours/baseline',
     pairedRatio: null,
@@ -153,6 +184,13 @@ function ratioText(row) {
   return `${row.ratio.toFixed(2)}×${paired}`;
 }
 
+function referenceText(row) {
+  if (row.referenceRatio == null) return '–';
+  const paired = row.referencePairedRatio != null ? ` [pairs ${row.referencePairedRatio.toFixed(2)}]` : '';
+  const met = row.referenceTarget ? ` ${metText(row.referenceTarget)}` : '';
+  return `${row.referenceRatio.toFixed(2)}×${paired}${met}`;
+}
+
 function metText(target) {
   if (target === undefined) return '';
   return target.met === true ? 'yes' : target.met === false ? 'NO' : '?';
@@ -164,7 +202,7 @@ function tableRows(results) {
   for (const figure of results.figures) {
     for (const row of figure.rows) {
       if (row.skipped) {
-        lines.push({ figure: figure.name, what: row.label, ours: `skipped: ${row.skipped}`, baseline: '', ratio: '', target: '', met: '' });
+        lines.push({ figure: figure.name, what: row.label, ours: `skipped: ${row.skipped}`, baseline: '', ratio: '', target: '', met: '', reference: '', vsReference: '' });
         continue;
       }
       lines.push({
@@ -175,6 +213,8 @@ function tableRows(results) {
         ratio: ratioText(row),
         target: row.target?.text ?? '',
         met: metText(row.target),
+        reference: row.reference ? sideText(row.reference, row.unit, row.tail) : figure.reference?.missing ? 'not run' : '',
+        vsReference: row.reference ? referenceText(row) : '',
       });
     }
   }
@@ -189,6 +229,8 @@ const COLUMNS = [
   ['ratio', 'Ratio'],
   ['target', 'Target'],
   ['met', 'Met'],
+  ['reference', 'Reference 0.2.0: median (tail)'],
+  ['vsReference', 'Ours/reference, at or ahead?'],
 ];
 
 /** The table as text for a terminal. */
@@ -214,9 +256,13 @@ export function markdown(results) {
     '',
     `Measured ${m.date} on ${m.cpu} (${m.cores} cores, ${m.memoryGiB} GiB), Node ${m.node}, commit ${m.commit}${m.dirty ? ' (with uncommitted changes)' : ''}, release addon; ` +
       `${results.quick ? 'quick run (few repetitions)' : 'full run'}. Each figure ran beside its baseline in the same process or in alternating processes, ` +
-      `interleaved; medians, with p95 (or p99 where named) in brackets; "pairs" is the median of the ratios of the interleaved pairs. A shared, noisy 2-core machine: read ratios, not absolute figures.`,
+      `interleaved; medians, with p95 (or p99 where named) in brackets; "pairs" is the median of the ratios of the interleaved pairs. A shared, noisy 2-core machine: read ratios, not absolute figures. ` +
+      `The reference column is ai-sdk-harness-sessions 0.2.0 (compiled from its source, loaded from ../shared/reference/ at run time) on the same workload in the same run, alternating with ours; "Ours/reference" is ours over it as the row's ratio is (times: below 1 is ahead; rates: above 1 is ahead).`,
   );
-  const notes = results.figures.flatMap((figure) => (figure.notes ?? []).map((note) => `- **${figure.name}**: ${note}`));
+  const notes = results.figures.flatMap((figure) => [
+    ...(figure.reference?.missing ? [`- **${figure.name}**: the reference was not measured: ${figure.reference.missing}.`] : []),
+    ...(figure.notes ?? []).map((note) => `- **${figure.name}**: ${note}`),
+  ]);
   if (notes.length) out.push('', ...notes);
   return out.join('\n') + '\n';
 }
@@ -232,6 +278,10 @@ export function svgChart(results) {
       if (!row.chart || row.ratio == null || !(row.ratio > 0)) continue;
       const factor = row.better === 'higher' ? row.ratio : 1 / row.ratio;
       bars.push({ label: `${figure.name}: ${row.chart}`, factor, met: row.target?.met, targetFactor: row.chartTarget });
+      if (row.referenceRatio > 0) {
+        const against = row.better === 'higher' ? row.referenceRatio : 1 / row.referenceRatio;
+        bars.push({ label: `${figure.name}: ${row.chart}, vs the reference`, factor: against, met: row.referenceTarget?.met, targetFactor: 1 });
+      }
     }
   }
   const width = 960;

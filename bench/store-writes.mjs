@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { interleave, now, summarize } from './stats.mjs';
-import { loadPackage, RESTING_STATUSES, saveAll, storedRecord } from './support.mjs';
+import { loadPackage, loadReference, RESTING_STATUSES, saveAll, storedRecord } from './support.mjs';
 import { timeRow } from './report.mjs';
 import { mapStore } from './list.mjs';
 
@@ -20,6 +20,8 @@ export const title = 'Store writes: 10,000 records';
 
 export async function run({ quick, log }) {
   const { createMemorySessionStore, createSqliteSessionStore } = loadPackage();
+  const reference = await loadReference();
+  const referenceStore = reference.module?.createMemorySessionStore;
   const count = 10_000;
   const records = Array.from({ length: count }, (_, i) => storedRecord(i, RESTING_STATUSES[i % RESTING_STATUSES.length]));
   const dir = mkdtempSync(join(tmpdir(), 'harness-sessions-bench-writes-'));
@@ -42,7 +44,7 @@ export async function run({ quick, log }) {
     };
     const sqlite = () => createSqliteSessionStore({ path: join(dir, `writes-${files++}.db`) });
     const reps = quick ? 3 : 12;
-    log(`  ${reps} rounds of 5 variants, interleaved`);
+    log(`  ${reps} rounds of ${referenceStore ? 7 : 5} variants, interleaved${referenceStore ? ' (the reference\'s memory store included)' : `; the reference is not measured: ${reference.missing}`}`);
     const samples = await interleave(
       {
         memoryOne: writes(createMemorySessionStore, 1),
@@ -50,6 +52,7 @@ export async function run({ quick, log }) {
         memoryMany: writes(createMemorySessionStore, 64),
         mapMany: writes(mapStore, 64),
         sqliteMany: writes(sqlite, 64),
+        ...(referenceStore ? { referenceOne: writes(() => referenceStore(), 1), referenceMany: writes(() => referenceStore(), 64) } : {}),
       },
       { reps, warmup: 1, between: () => readdirSync(dir).forEach((file) => rmSync(join(dir, file), { force: true })) },
     );
@@ -57,13 +60,14 @@ export async function run({ quick, log }) {
     const baselineLabel = 'JS Map store: save() keeps a structuredClone of the record';
     return {
       rows: [
-        timeRow({ id: 'writes.memoryOne', label: 'memory store: 10,000 save(), one at a time', baselineLabel, ours: samples.memoryOne, baseline: samples.mapOne, target, chart: 'store writes, one at a time' }),
-        timeRow({ id: 'writes.memoryMany', label: 'memory store: 10,000 save(), 64 at a time', baselineLabel, ours: samples.memoryMany, baseline: samples.mapMany, target, chart: 'store writes, 64 at a time' }),
+        timeRow({ id: 'writes.memoryOne', label: 'memory store: 10,000 save(), one at a time', baselineLabel, ours: samples.memoryOne, baseline: samples.mapOne, reference: samples.referenceOne, target, chart: 'store writes, one at a time' }),
+        timeRow({ id: 'writes.memoryMany', label: 'memory store: 10,000 save(), 64 at a time', baselineLabel, ours: samples.memoryMany, baseline: samples.mapMany, reference: samples.referenceMany, target, chart: 'store writes, 64 at a time' }),
         timeRow({ id: 'writes.sqliteMany', label: 'SQLite store (on disk, synchronous=FULL): 10,000 save(), 64 at a time', baselineLabel: `${baselineLabel} (in memory)`, ours: samples.sqliteMany, baseline: samples.mapMany }),
       ],
       notes: [
         `Each round writes ${count} records into new stores (a new SQLite file each round); the SQLite store waits for the disk at each commit, the Map store keeps copies in memory: its row shows the cost of durability, it has no target.`,
       ],
+      reference: reference.missing ? { missing: reference.missing } : { dir: reference.dir },
       checks: { listedAfter: [...sizes], summary: Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, summarize(v)])) },
     };
   } finally {

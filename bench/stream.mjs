@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 
 import { interleave, now, summarize } from './stats.mjs';
-import { chunkAgent, drain, loadAi, loadPackage, nullSandboxes, readySession, statusWaiter, turnChunks, userMessage } from './support.mjs';
+import { chunkAgent, drain, loadAi, loadPackage, loadReference, nullSandboxes, readySession, statusWaiter, turnChunks, userMessage } from './support.mjs';
 import { rateRow, timeRow } from './report.mjs';
 
 export const title = 'Stream throughput: a 10,000-chunk turn';
@@ -29,20 +29,28 @@ export async function run({ quick, log }) {
     onError: (error, context) => errors.push({ message: String(error?.message ?? error), ...context }),
   });
   const waiter = statusWaiter(sessions);
+  // The reference on the same agent, when it is there.
+  const reference = await loadReference();
+  const theirs = reference.module?.createSessionManager({
+    agent: () => agent,
+    sandboxes: nullSandboxes(),
+    onError: (error, context) => errors.push({ message: String(error?.message ?? error), ...context, reference: true }),
+  });
+  const theirWaiter = theirs && statusWaiter(theirs);
   const direct = await agent.createSession({ sessionId: 'direct' });
   let count = 0;
 
   // Each round of ours runs in a new session (created, untimed, and deleted after), so that the
   // conversation does not grow from round to round.
-  const ourTurn = async (read) => {
+  const ourTurn = async (read, manager = sessions, managerWaiter = waiter) => {
     const id = `stream-${count++}`;
-    await readySession(sessions, waiter, id);
+    await readySession(manager, managerWaiter, id);
     const started = now();
-    const turn = await sessions.send(id, { message: userMessage(randomUUID(), 'Write a long answer.') });
+    const turn = await manager.send(id, { message: userMessage(randomUUID(), 'Write a long answer.') });
     const seen = await read(turn, started);
     await turn.done;
-    await sessions.delete(id);
-    waiter.forget(id);
+    await manager.delete(id);
+    managerWaiter.forget(id);
     return seen;
   };
   /** The baseline: a reader loop enqueueing into a new stream, a read at a time, nothing reported. */
@@ -86,7 +94,7 @@ export async function run({ quick, log }) {
     return read(pump(stream), started);
   };
 
-  const checks = { oursChunks: [], pumpChunks: [], aheadChunks: [], oursBytes: [], aiBytes: [] };
+  const checks = { oursChunks: [], pumpChunks: [], aheadChunks: [], oursBytes: [], aiBytes: [], referenceChunks: [], referenceBytes: [] };
   const chunkTime = (list) => async (stream, started) => {
     const { count: read, lastAt } = await drain(stream, now);
     list.push(read);
@@ -99,7 +107,7 @@ export async function run({ quick, log }) {
   };
 
   const reps = quick ? 6 : 30;
-  log(`  ${reps} rounds of 5 variants, interleaved`);
+  log(`  ${reps} rounds of ${theirs ? 7 : 5} variants, interleaved${theirs ? ' (the reference included)' : `; the reference is not measured: ${reference.missing}`}`);
   const samples = await interleave(
     {
       ours: () => ourTurn((turn, started) => chunkTime(checks.oursChunks)(turn.stream, started)),
@@ -107,10 +115,17 @@ export async function run({ quick, log }) {
       pumpAhead: () => pumpTurn(chunkTime(checks.aheadChunks), pumpedAhead),
       oursResponse: () => ourTurn((turn, started) => bodyTime(checks.oursBytes)(turn.toUIMessageStreamResponse(), started)),
       aiResponse: () => pumpTurn((stream, started) => bodyTime(checks.aiBytes)(createUIMessageStreamResponse({ stream }), started)),
+      ...(theirs
+        ? {
+            reference: () => ourTurn((turn, started) => chunkTime(checks.referenceChunks)(turn.stream, started), theirs, theirWaiter),
+            referenceResponse: () => ourTurn((turn, started) => bodyTime(checks.referenceBytes)(turn.toUIMessageStreamResponse(), started), theirs, theirWaiter),
+          }
+        : {}),
     },
     { reps, warmup: quick ? 2 : 5 },
   );
   await sessions.shutdown();
+  await theirs?.shutdown();
 
   const unique = (list) => [...new Set(list)];
   return {
@@ -122,6 +137,7 @@ export async function run({ quick, log }) {
         items: total,
         ours: samples.ours,
         baseline: samples.pump,
+        reference: samples.reference,
         target: { text: '≥ 1.0 × the pump', check: (r) => r >= 1.0 },
         chart: 'stream vs a plain JS pump',
         chartTarget: 1.0,
@@ -142,6 +158,7 @@ export async function run({ quick, log }) {
         items: total,
         ours: samples.oursResponse,
         baseline: samples.aiResponse,
+        reference: samples.referenceResponse,
         chart: 'SSE response throughput',
       }),
       timeRow({
@@ -150,10 +167,14 @@ export async function run({ quick, log }) {
         baselineLabel: 'the pump',
         ours: samples.ours,
         baseline: samples.pump,
+        reference: samples.reference,
       }),
     ],
+    reference: reference.missing ? { missing: reference.missing } : { dir: reference.dir },
     checks: {
       chunksPerTurn: total,
+      referenceChunksRead: unique(checks.referenceChunks),
+      referenceBodyBytes: unique(checks.referenceBytes),
       oursChunksRead: unique(checks.oursChunks),
       pumpChunksRead: unique(checks.pumpChunks),
       aheadChunksRead: unique(checks.aheadChunks),

@@ -4,7 +4,7 @@
 // records to fill stores with, and a waiter for session statuses.
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -254,5 +254,35 @@ export function runTask(figure, task, args = {}, { timeoutMs = 300_000 } = {}) {
     return JSON.parse(readFileSync(file, 'utf8'));
   } finally {
     rmSync(file, { force: true });
+  }
+}
+
+/**
+ * The reference, `ai-sdk-harness-sessions` 0.2.0 compiled from its source, when it is beside the
+ * repository: `../shared/reference/ai-sdk-harness-sessions-0.2.0` from the repository's parent
+ * folder (or the folder `HARNESS_SESSIONS_REFERENCE` names). It is copied under `.cache/reference/`
+ * (git-ignored), where this repository's `node_modules` serve its bare imports (`ai`,
+ * `@ai-sdk/harness`), and imported from there. Resolves `{ module, dir }`, or `{ missing }` saying
+ * why it is not there: the figures then run without it.
+ */
+export async function loadReference() {
+  const candidates = [
+    process.env.HARNESS_SESSIONS_REFERENCE,
+    join(repoRoot, '..', 'shared', 'reference', 'ai-sdk-harness-sessions-0.2.0'),
+    join(repoRoot, '..', '..', 'shared', 'reference', 'ai-sdk-harness-sessions-0.2.0'),
+  ].filter(Boolean);
+  const source = candidates.find((dir) => existsSync(join(dir, 'dist', 'index.js')));
+  if (source === undefined) return { missing: `the reference is not at ${candidates.join(' or ')}` };
+  const dir = join(repoRoot, '.cache', 'reference', 'ai-sdk-harness-sessions-0.2.0');
+  try {
+    if (!existsSync(join(dir, 'dist', 'index.js')) || statSync(join(source, 'package.json')).mtimeMs > statSync(join(dir, 'package.json')).mtimeMs) {
+      rmSync(dir, { recursive: true, force: true });
+      mkdirSync(dirname(dir), { recursive: true });
+      cpSync(source, dir, { recursive: true });
+    }
+    const module = await import(pathToFileURL(join(dir, 'dist', 'index.js')).href);
+    return { module, dir: source };
+  } catch (error) {
+    return { missing: `the reference at ${source} could not be loaded: ${error?.message ?? error}` };
   }
 }
