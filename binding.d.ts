@@ -52,9 +52,9 @@ export declare class NativeManager {
    * `create({ id, metadata, initialHistory? })`: the session, as JSON. `history_json` is
    * `{ items, messageIds }`: the imported transcript, and an id for each message it may make.
    */
-  create(id: unknown, metadataJson: string, historyJson?: string | undefined | null): Promise<Settled<string>>
+  create(id: unknown, metadataJson: string, historyJson?: string | undefined | null): string | Promise<string>
   /** `get(id)`: the record as JSON, or nothing. */
-  get(id: unknown): Promise<Settled<string | undefined | null>>
+  get(id: unknown): string | null | Promise<string | null>
   /** `list()`: the summaries as JSON. */
   list(): Promise<Settled<string>>
   /**
@@ -62,17 +62,17 @@ export declare class NativeManager {
    * rows]`, the summaries stamped at most `known` left out, or `[stamp]` alone when nothing
    * changed since `known` (see `SessionStore::list_since`).
    */
-  listSince(known: number): Promise<Settled<string>>
+  listSince(known: number): string | Promise<string>
   /**
    * `send(id, ...)`: `{ turnId, message, prompt?, replyId, messageId }` as JSON; answers
    * `{ messageId, session }`.
    */
-  send(id: unknown, requestJson: string): Promise<Settled<string>>
+  send(id: unknown, requestJson: string): string | Promise<string>
   /**
    * `continue(id, ...)`: `{ turnId, message?, toolApprovalContinuations?,
    * toolResultContinuations? }` as JSON; answers `{ messageId, session }`.
    */
-  continue(id: unknown, requestJson: string): Promise<Settled<string>>
+  continue(id: unknown, requestJson: string): string | Promise<string>
   /** `exec(id, ...)`: `{ execId, command, key?, maxOutputBytes? }` as JSON; answers the result. */
   exec(id: unknown, requestJson: string): Promise<Settled<string>>
   /** Registers command or turn `id` before it is asked for, so that its caller can cut it. */
@@ -109,7 +109,11 @@ export declare class NativeManager {
   shutdown(): Promise<Settled<undefined>>
   /** What a turn's stream produced, `[chunk, ...]` as JSON: queued for the engine, nothing more. */
   feed(turnId: number, chunksJson: string): boolean
-  /** The end of a turn's stream: `{ usage?, error?: { message, origin? } }` as JSON. */
+  /**
+   * The end of a turn's stream: `{ usage?, error?: { message, origin? }, unfinished? }` as
+   * JSON, `unfinished` whether the harness session then holds an unfinished turn (kept for the
+   * engine's next question, so that it need not cross to ask).
+   */
   feedEnd(turnId: number, endJson: string): boolean
   /** The client of turn `turn_id` went away: the turn goes on, read to its end. */
   clientGone(turnId: number): void

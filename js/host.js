@@ -12,6 +12,7 @@
 
 const { keeper, fromDetails } = require('./errors.js');
 const { Handles, ok, failed, failure } = require('./handles.js');
+const { isUnfinished } = require('./turns.js');
 
 const DONE = Promise.resolve('{"ok":true,"value":null}');
 
@@ -60,7 +61,14 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, clientMessa
       const options = { sessionId, sandboxSession };
       if (resumeFrom !== undefined) options.resumeFrom = resumeFrom;
       const session = await sessionAgent.createSession(options);
-      return { session: sessions.put({ agent: sessionAgent, session, sandboxSession }) };
+      const opened = { session: sessions.put({ agent: sessionAgent, session, sandboxSession }) };
+      // What the engine asks next, told with the answer: no crossing of its own.
+      try {
+        opened.unfinished = isUnfinished(session);
+      } catch {
+        // Left out: the engine asks (`session.unfinished`), and reports what it throws.
+      }
+      return opened;
     },
     // exec(): the command, unchanged, through the sandbox's run(), in the directory the harness
     // works in (a HarnessAgent session's `sessionWorkDir`), else the sandbox's default one.
@@ -196,11 +204,6 @@ function createHost({ agent, sandboxes, store, turns, emit, onError, clientMessa
   const host = dispatcher(ops, 'the host');
   host.handles = () => ({ agents: agents.size, sessions: sessions.size, leases: leases.size });
   return host;
-}
-
-/** Whether harness session `handle` has a turn it did not finish. */
-function isUnfinished(handle) {
-  return typeof handle.hasUnfinishedTurn === 'function' && handle.hasUnfinishedTurn() === true;
 }
 
 /**

@@ -22,8 +22,12 @@ function hold() {
   };
 }
 
-/** Holds the event loop open until `promise` settles; returns it. */
+/**
+ * Holds the event loop open until `promise` settles; returns it. A value that is no promise (a
+ * call the engine answered at once) is returned as it is.
+ */
 function holding(promise) {
+  if (promise === null || typeof promise !== 'object' || typeof promise.then !== 'function') return promise;
   const release = hold();
   promise.then(release, release);
   return promise;

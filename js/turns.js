@@ -210,10 +210,10 @@ class Turns {
         return this.#clientMessage(error);
       },
     });
-    void this.#pump(turn, stream, result, { dropStart, holdApprovals }, () => failure);
+    void this.#pump(turn, stream, result, { dropStart, holdApprovals }, () => failure, entry.session);
   }
 
-  async #pump(turn, stream, result, { dropStart, holdApprovals }, failureOf) {
+  async #pump(turn, stream, result, { dropStart, holdApprovals }, failureOf, session) {
     const native = this.#native();
     const { turnId } = turn;
     let batch = [];
@@ -271,6 +271,12 @@ class Turns {
     }
     const failure = failureOf() ?? thrown;
     const end = { usage: await usageOf(result) };
+    // What the engine asks next, told with the end: no crossing of its own.
+    try {
+      end.unfinished = isUnfinished(session);
+    } catch {
+      // Left out: the engine asks (`session.unfinished`), and reports what it throws.
+    }
     if (failure !== undefined) {
       end.error = { message: messageOf(failure), origin: keeper.keep(failure) };
       if (thrown !== undefined && failureOf() === undefined && !turn.closed) {
@@ -396,6 +402,11 @@ function plainDelta(chunk) {
   return true;
 }
 
+/** Whether harness session `handle` has a turn it did not finish. */
+function isUnfinished(handle) {
+  return typeof handle.hasUnfinishedTurn === 'function' && handle.hasUnfinishedTurn() === true;
+}
+
 /** The turn's `totalUsage`, when it settles soon after the stream: the agent may never settle it. */
 async function usageOf(result) {
   let timer;
@@ -426,4 +437,4 @@ function messageOf(error) {
   }
 }
 
-module.exports = { Turns, messageOf, settleOutput, DEFAULT_RECONNECT_BUFFER_CHUNKS };
+module.exports = { Turns, isUnfinished, messageOf, settleOutput, DEFAULT_RECONNECT_BUFFER_CHUNKS };

@@ -83,6 +83,14 @@ pub struct Settled<T>(Result<T, SessionError>);
 #[allow(dead_code)]
 pub type SettledValue<T> = T;
 
+impl<T> Settled<T> {
+    /// The value, or the engine's error as the JavaScript error [`to_js`] builds, on Node's
+    /// thread (`env` the call's): for a call answered at once.
+    pub(crate) fn now(self, env: &Env) -> napi::Result<T> {
+        self.0.map_err(|error| to_js(env, &error))
+    }
+}
+
 impl<T> From<Result<T, SessionError>> for Settled<T> {
     fn from(result: Result<T, SessionError>) -> Self {
         Settled(result)

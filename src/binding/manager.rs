@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::error::{guard, guard_sync, Settled};
 use super::host::{host_failure, Host};
+use super::now_or_later::{now_or_later, NowOrLater};
 use super::seams::{Feeds, JsAgent, JsClients, JsHooks, JsSandboxes, JsStore};
 use super::store::NativeStore;
 use super::strategies::NativeSessionSandboxes;
@@ -205,6 +206,9 @@ struct ExecOptions {
 struct EndArgs {
     usage: Option<Value>,
     error: Option<Value>,
+    /// Whether the harness session holds an unfinished turn once the stream ended, which the
+    /// engine asks next; absent when it could not be read.
+    unfinished: Option<bool>,
 }
 
 /// The session manager, as `index.js` drives it.
@@ -268,47 +272,50 @@ impl NativeManager {
 
     /// `create({ id, metadata, initialHistory? })`: the session, as JSON. `history_json` is
     /// `{ items, messageIds }`: the imported transcript, and an id for each message it may make.
-    #[napi]
-    pub async fn create(
+    #[napi(ts_return_type = "string | Promise<string>")]
+    pub fn create<'env>(
         &self,
+        env: &'env Env,
         #[napi(ts_arg_type = "unknown")] id: GivenText,
         metadata_json: String,
         history_json: Option<String>,
-    ) -> Settled<String> {
-        guard(async {
-            let id = input::session_id(id, "id")?;
-            let metadata = argument(&metadata_json, "metadata")?;
-            let history = match history_json {
-                Some(text) => {
-                    let args: ImportArgs = argument(&text, "initialHistory")?;
-                    import::read_history(&args.items, &args.message_ids)?
-                }
-                None => Vec::new(),
-            };
-            to_json(
-                &self
-                    .manager
-                    .create_with_history(id, metadata, history)
-                    .await?,
-            )
-        })
-        .await
+    ) -> napi::Result<NowOrLater<'env, String>> {
+        let manager = self.manager.clone();
+        now_or_later(
+            env,
+            guard(async move {
+                let id = input::session_id(id, "id")?;
+                let metadata = argument(&metadata_json, "metadata")?;
+                let history = match history_json {
+                    Some(text) => {
+                        let args: ImportArgs = argument(&text, "initialHistory")?;
+                        import::read_history(&args.items, &args.message_ids)?
+                    }
+                    None => Vec::new(),
+                };
+                to_json(&manager.create_with_history(id, metadata, history).await?)
+            }),
+        )
     }
 
     /// `get(id)`: the record as JSON, or nothing.
-    #[napi]
-    pub async fn get(
+    #[napi(ts_return_type = "string | null | Promise<string | null>")]
+    pub fn get<'env>(
         &self,
+        env: &'env Env,
         #[napi(ts_arg_type = "unknown")] id: GivenText,
-    ) -> Settled<Option<String>> {
-        guard(async {
-            let id = input::session_id(id, "id")?;
-            match self.manager.get(&id).await? {
-                Some(record) => to_json(&record).map(Some),
-                None => Ok(None),
-            }
-        })
-        .await
+    ) -> napi::Result<NowOrLater<'env, Option<String>>> {
+        let manager = self.manager.clone();
+        now_or_later(
+            env,
+            guard(async move {
+                let id = input::session_id(id, "id")?;
+                match manager.get(&id).await? {
+                    Some(record) => to_json(&record).map(Some),
+                    None => Ok(None),
+                }
+            }),
+        )
     }
 
     /// `list()`: the summaries as JSON.
@@ -320,74 +327,96 @@ impl NativeManager {
     /// `list()` for a caller that keeps the summaries it was given (`js/summaries.js`): `[stamp,
     /// rows]`, the summaries stamped at most `known` left out, or `[stamp]` alone when nothing
     /// changed since `known` (see `SessionStore::list_since`).
-    #[napi]
-    pub async fn list_since(&self, known: f64) -> Settled<String> {
-        guard(self.manager.list_since(super::store::stamp(known))).await
+    #[napi(ts_return_type = "string | Promise<string>")]
+    pub fn list_since<'env>(
+        &self,
+        env: &'env Env,
+        known: f64,
+    ) -> napi::Result<NowOrLater<'env, String>> {
+        let manager = self.manager.clone();
+        now_or_later(
+            env,
+            guard(async move { manager.list_since(super::store::stamp(known)).await }),
+        )
     }
 
     /// `send(id, ...)`: `{ turnId, message, prompt?, replyId, messageId }` as JSON; answers
     /// `{ messageId, session }`.
-    #[napi]
-    pub async fn send(
+    #[napi(ts_return_type = "string | Promise<string>")]
+    pub fn send<'env>(
         &self,
+        env: &'env Env,
         #[napi(ts_arg_type = "unknown")] id: GivenText,
         request_json: String,
-    ) -> Settled<String> {
-        guard(async {
-            let id = input::session_id(id, "id")?;
-            let args: SendArgs = input::read_json(&request_json, "options", "send()")?;
-            let started = self
-                .manager
-                .send(
-                    &id,
-                    SendRequest {
-                        turn_id: args.turn_id,
-                        message: args.message,
-                        prompt: args.prompt,
-                        reply_id: args.reply_id,
-                        message_id: args.message_id,
-                        options: turn_options::read(args.instruction_addendum, args.limits, args.output)?,
-                        submission: args.submission.map(Into::into),
-                    },
+    ) -> napi::Result<NowOrLater<'env, String>> {
+        let manager = self.manager.clone();
+        now_or_later(
+            env,
+            guard(async move {
+                let id = input::session_id(id, "id")?;
+                let args: SendArgs = input::read_json(&request_json, "options", "send()")?;
+                let started = manager
+                    .send(
+                        &id,
+                        SendRequest {
+                            turn_id: args.turn_id,
+                            message: args.message,
+                            prompt: args.prompt,
+                            reply_id: args.reply_id,
+                            message_id: args.message_id,
+                            options: turn_options::read(
+                                args.instruction_addendum,
+                                args.limits,
+                                args.output,
+                            )?,
+                            submission: args.submission.map(Into::into),
+                        },
+                    )
+                    .await?;
+                to_json(
+                    &serde_json::json!({ "messageId": started.message_id, "session": started.session, "replayed": started.replayed }),
                 )
-                .await?;
-            to_json(
-                &serde_json::json!({ "messageId": started.message_id, "session": started.session, "replayed": started.replayed }),
-            )
-        })
-        .await
+            }),
+        )
     }
 
     /// `continue(id, ...)`: `{ turnId, message?, toolApprovalContinuations?,
     /// toolResultContinuations? }` as JSON; answers `{ messageId, session }`.
-    #[napi(js_name = "continue")]
-    pub async fn continue_turn(
+    #[napi(js_name = "continue", ts_return_type = "string | Promise<string>")]
+    pub fn continue_turn<'env>(
         &self,
+        env: &'env Env,
         #[napi(ts_arg_type = "unknown")] id: GivenText,
         request_json: String,
-    ) -> Settled<String> {
-        guard(async {
-            let id = input::session_id(id, "id")?;
-            let args: ContinueArgs = input::read_json(&request_json, "options", "continue()")?;
-            let started = self
-                .manager
-                .continue_turn(
-                    &id,
-                    ContinueRequest {
-                        turn_id: args.turn_id,
-                        message: args.message,
-                        approvals: args.tool_approval_continuations.unwrap_or_default(),
-                        tool_results: args.tool_result_continuations.unwrap_or_default(),
-                        options: turn_options::read(args.instruction_addendum, args.limits, args.output)?,
-                        submission: args.submission.map(Into::into),
-                    },
+    ) -> napi::Result<NowOrLater<'env, String>> {
+        let manager = self.manager.clone();
+        now_or_later(
+            env,
+            guard(async move {
+                let id = input::session_id(id, "id")?;
+                let args: ContinueArgs = input::read_json(&request_json, "options", "continue()")?;
+                let started = manager
+                    .continue_turn(
+                        &id,
+                        ContinueRequest {
+                            turn_id: args.turn_id,
+                            message: args.message,
+                            approvals: args.tool_approval_continuations.unwrap_or_default(),
+                            tool_results: args.tool_result_continuations.unwrap_or_default(),
+                            options: turn_options::read(
+                                args.instruction_addendum,
+                                args.limits,
+                                args.output,
+                            )?,
+                            submission: args.submission.map(Into::into),
+                        },
+                    )
+                    .await?;
+                to_json(
+                    &serde_json::json!({ "messageId": started.message_id, "session": started.session, "replayed": started.replayed }),
                 )
-                .await?;
-            to_json(
-                &serde_json::json!({ "messageId": started.message_id, "session": started.session, "replayed": started.replayed }),
-            )
-        })
-        .await
+            }),
+        )
     }
 
     /// `exec(id, ...)`: `{ execId, command, key?, maxOutputBytes? }` as JSON; answers the result.
@@ -538,13 +567,15 @@ impl NativeManager {
         }
     }
 
-    /// The end of a turn's stream: `{ usage?, error?: { message, origin? } }` as JSON.
+    /// The end of a turn's stream: `{ usage?, error?: { message, origin? }, unfinished? }` as
+    /// JSON, `unfinished` whether the harness session then holds an unfinished turn (kept for the
+    /// engine's next question, so that it need not cross to ask).
     #[napi]
     pub fn feed_end(&self, turn_id: u32, end_json: String) -> bool {
-        let Some(feed) = self.feeds.close(u64::from(turn_id)) else {
+        let args: EndArgs = serde_json::from_str(&end_json).unwrap_or_default();
+        let Some(feed) = self.feeds.end(u64::from(turn_id), args.unfinished) else {
             return false;
         };
-        let args: EndArgs = serde_json::from_str(&end_json).unwrap_or_default();
         let failure = args.error.map(|error| {
             let (message, origin) = host_failure(Some(&error));
             TurnFailure { message, origin }

@@ -15,6 +15,7 @@ mod error;
 mod given;
 mod host;
 mod manager;
+mod now_or_later;
 mod protocol;
 mod sandbox;
 mod seams;

@@ -232,6 +232,10 @@ pub(crate) struct AgentChosen {
 pub(crate) struct SessionOpened {
     /// The harness session's number.
     pub(crate) session: u64,
+    /// Whether it holds an unfinished turn (`hasUnfinishedTurn()`), which the engine asks next;
+    /// absent when that could not be read (the engine then asks with `session.unfinished`).
+    #[serde(default)]
+    pub(crate) unfinished: Option<bool>,
 }
 
 /// The answer of `session.turn`: `null` when the agent's stream exists; when the agent refused the

@@ -26,20 +26,39 @@ use crate::engine::session::{ApprovalVerdict, PendingApproval, SessionRecord, Se
 use crate::engine::store::SessionStore;
 use crate::engine::ui::UiChunk;
 
-/// The feeds of the turns under way, by turn number: where `feed()` puts what JavaScript reports.
+/// Whether a harness session holds an unfinished turn, when JavaScript told it along with
+/// something else (the session opened, a turn's end, a refused turn): the engine's next question
+/// is answered from here, once, without a crossing.
+type KnownUnfinished = Arc<Mutex<Option<bool>>>;
+
+/// The feeds of the turns under way, by turn number: where `feed()` puts what JavaScript reports,
+/// each with the slot of its harness session where the end of the turn puts whether it left an
+/// unfinished turn.
 #[derive(Default)]
 pub(crate) struct Feeds {
-    feeds: Mutex<HashMap<u64, TurnFeed>>,
+    feeds: Mutex<HashMap<u64, (TurnFeed, KnownUnfinished)>>,
 }
 
 impl Feeds {
-    fn open(&self, turn_id: u64, feed: TurnFeed) {
-        lock(&self.feeds).insert(turn_id, feed);
+    fn open(&self, turn_id: u64, feed: TurnFeed, known: KnownUnfinished) {
+        lock(&self.feeds).insert(turn_id, (feed, known));
     }
 
     /// The feed of turn `turn_id`.
     pub(crate) fn get(&self, turn_id: u64) -> Option<TurnFeed> {
-        lock(&self.feeds).get(&turn_id).cloned()
+        lock(&self.feeds)
+            .get(&turn_id)
+            .map(|(feed, _)| feed.clone())
+    }
+
+    /// Removes the feed of turn `turn_id` and returns it, after keeping `unfinished` (what the
+    /// end of the turn told of its harness session) for the engine's next question.
+    pub(crate) fn end(&self, turn_id: u64, unfinished: Option<bool>) -> Option<TurnFeed> {
+        let (feed, known) = lock(&self.feeds).remove(&turn_id)?;
+        if unfinished.is_some() {
+            *lock(&known) = unfinished;
+        }
+        Some(feed)
     }
 
     /// How many turns have a feed open.
@@ -49,7 +68,7 @@ impl Feeds {
 
     /// Removes and returns the feed of turn `turn_id`.
     pub(crate) fn close(&self, turn_id: u64) -> Option<TurnFeed> {
-        lock(&self.feeds).remove(&turn_id)
+        lock(&self.feeds).remove(&turn_id).map(|(feed, _)| feed)
     }
 }
 
@@ -100,7 +119,7 @@ impl Agent for JsAgent {
             host: self.host.clone(),
             feeds: self.feeds.clone(),
             handle: opened.session,
-            refused_unfinished: Mutex::new(None),
+            known_unfinished: Arc::new(Mutex::new(opened.unfinished)),
         }))
     }
 }
@@ -110,9 +129,10 @@ struct JsHarnessSession {
     host: Arc<Host>,
     feeds: Arc<Feeds>,
     handle: u64,
-    /// Whether the session had an unfinished turn when the agent refused the last turn, as the
-    /// refusal told it: the engine asks right after, and is answered without a crossing.
-    refused_unfinished: Mutex<Option<bool>>,
+    /// Whether the session holds an unfinished turn, as JavaScript last told it along with
+    /// something else (`agent.open`'s answer, the end of a turn, a refusal): the engine asks right
+    /// after each, and is answered without a crossing; absent, it asks JavaScript.
+    known_unfinished: KnownUnfinished,
 }
 
 #[async_trait]
@@ -137,11 +157,12 @@ impl HarnessSession for JsHarnessSession {
             hold_approvals: turn.hold_approvals,
             continues: turn.continues.as_ref(),
         };
-        *lock(&self.refused_unfinished) = None;
-        self.feeds.open(turn.turn_id, feed);
+        *lock(&self.known_unfinished) = None;
+        self.feeds
+            .open(turn.turn_id, feed, self.known_unfinished.clone());
         let refused = match self.host.call::<Option<TurnAnswer>>(op).await {
             Ok(answer) => answer.and_then(|answer| answer.refused).map(|refused| {
-                *lock(&self.refused_unfinished) = refused.unfinished;
+                *lock(&self.known_unfinished) = refused.unfinished;
                 host_error(Some(&refused.error))
             }),
             Err(error) => Some(error),
@@ -157,7 +178,7 @@ impl HarnessSession for JsHarnessSession {
     }
 
     async fn has_unfinished_turn(&self) -> Result<bool> {
-        if let Some(unfinished) = lock(&self.refused_unfinished).take() {
+        if let Some(unfinished) = lock(&self.known_unfinished).take() {
             return Ok(unfinished);
         }
         let op = HostOp::SessionUnfinished {

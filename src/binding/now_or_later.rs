@@ -1,0 +1,44 @@
+//! Engine calls run on the calling thread as far as they go without waiting.
+//!
+//! An `async` napi method always hops twice: from Node's thread to the engine's runtime, and back
+//! to settle its promise, tens of microseconds each, more on a loaded machine. Much of what the
+//! engine does for a call waits on nothing (a session's record, the memory store, a status
+//! checked and written): [`now_or_later`] polls the call once on Node's thread, in the runtime's
+//! context, and answers its value at once when it is done; only a call that has to wait (the
+//! application's code in JavaScript, a store's thread, a lock another call holds) is handed to
+//! the runtime, which goes on from where it stopped, and answers a promise.
+
+use std::future::Future;
+use std::task::{Context, Poll, Waker};
+
+use napi::bindgen_prelude::{within_runtime_if_available, Either, PromiseRaw, ToNapiValue};
+use napi::Env;
+
+use super::error::Settled;
+
+/// The value now, or a promise of it: JavaScript awaits either alike.
+pub(crate) type NowOrLater<'env, T> = Either<T, PromiseRaw<'env, Settled<T>>>;
+
+/// Runs `future` (an engine call behind [`super::error::guard`]) on this thread until it has to
+/// wait: its value, or its error thrown, when it did not; else a promise of what it gives once
+/// the runtime has driven it to its end.
+///
+/// The first poll uses a waker that does nothing: a future that is not ready is spawned, and
+/// the runtime's first poll of it registers the runtime's own waker, so that no wake-up is lost.
+pub(crate) fn now_or_later<'env, T, F>(
+    env: &'env Env,
+    future: F,
+) -> napi::Result<NowOrLater<'env, T>>
+where
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = Settled<T>> + Send + 'static,
+{
+    let mut future = Box::pin(future);
+    let mut context = Context::from_waker(Waker::noop());
+    match within_runtime_if_available(|| future.as_mut().poll(&mut context)) {
+        Poll::Ready(settled) => settled.now(env).map(Either::A),
+        Poll::Pending => env
+            .spawn_future(async move { Ok(future.await) })
+            .map(Either::B),
+    }
+}
