@@ -212,7 +212,7 @@ impl Inner {
                     let index = record
                         .messages
                         .iter()
-                        .rposition(|m| m.role().as_deref() == Some("assistant"))
+                        .rposition(|m| m.role_str() == Some("assistant"))
                         .ok_or_else(|| {
                             SessionError::conflict(
                                 &entry.id,

@@ -147,7 +147,7 @@ pub fn prompt_of(message: &Value) -> String {
 /// after it (the conversation goes on from there, as `useChat` shows it), or at the end.
 pub fn put_user_message(messages: &mut Vec<StoredMessage>, message: &Value) {
     let id = message.get("id").and_then(Value::as_str);
-    let known = id.and_then(|id| messages.iter().position(|m| m.id().as_deref() == Some(id)));
+    let known = id.and_then(|id| messages.iter().position(|m| m.id_str() == Some(id)));
     if let Some(index) = known {
         messages.truncate(index);
     }

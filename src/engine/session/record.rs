@@ -5,6 +5,8 @@
 //! omitted, never `null`. A record never holds the resume state: that secret lives apart, in the
 //! store, and only while the session is suspended.
 
+use std::sync::{Arc, OnceLock};
+
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -257,12 +259,29 @@ pub(super) fn nesting(json: &str) -> usize {
     deepest
 }
 
-/// A message of the conversation (a `UIMessage`), kept as its JSON text: cloned, stored and
-/// sent as it is, parsed only where the engine needs to look into it (the last messages of a
-/// turn). A conversation of many turns so costs its text, not a tree of values per message.
-#[derive(Clone, Serialize)]
-#[serde(transparent)]
-pub struct StoredMessage(Box<RawValue>);
+/// A message of the conversation (a `UIMessage`), kept as its JSON text: stored and sent as it
+/// is, parsed only where the engine needs to look into it (the last messages of a turn). A
+/// conversation of many turns so costs its text, not a tree of values per message.
+///
+/// The text is shared, never copied: a message does not change once written (a reply being
+/// written is a new message each time), so the copies of a record that each turn makes (the
+/// snapshot written, the memory store's own) cost a count per message, not its text; and its
+/// `id` and `role` are read from the text once, when first asked, and kept. So a turn's cost does
+/// not grow with the length of the conversation.
+#[derive(Clone)]
+pub struct StoredMessage(Arc<Stored>);
+
+/// The text of a [`StoredMessage`], with its head once read.
+struct Stored {
+    head: OnceLock<Head>,
+    raw: Box<RawValue>,
+}
+
+impl Serialize for StoredMessage {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.raw.serialize(serializer)
+    }
+}
 
 impl<'de> Deserialize<'de> for StoredMessage {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -272,16 +291,23 @@ impl<'de> Deserialize<'de> for StoredMessage {
                 "a message is nested more than {MESSAGE_DEPTH} levels deep"
             )));
         }
-        Ok(StoredMessage(raw))
+        Ok(StoredMessage::of(raw))
     }
 }
 
 impl StoredMessage {
+    fn of(raw: Box<RawValue>) -> StoredMessage {
+        StoredMessage(Arc::new(Stored {
+            head: OnceLock::new(),
+            raw,
+        }))
+    }
+
     /// The message `value`, as JSON text.
     pub fn from_value(value: &Value) -> StoredMessage {
         // A `Value` always writes as JSON, and that JSON always reads back as a raw value.
         let text = serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned());
-        StoredMessage(RawValue::from_string(text).unwrap_or_else(|_| null_raw()))
+        StoredMessage::of(RawValue::from_string(text).unwrap_or_else(|_| null_raw()))
     }
 
     /// A message from JSON text, which is checked to be JSON.
@@ -294,26 +320,38 @@ impl StoredMessage {
 
     /// The message as a value, to look into it.
     pub fn to_value(&self) -> Value {
-        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+        serde_json::from_str(self.0.raw.get()).unwrap_or(Value::Null)
     }
 
     /// The message's JSON text.
     pub fn json(&self) -> &str {
-        self.0.get()
+        self.0.raw.get()
     }
 
-    /// The message's `id`, read without parsing the rest of it into values.
+    /// The message's `id`, read without parsing the rest of it into values (once).
     pub fn id(&self) -> Option<String> {
-        self.head().id
+        self.id_str().map(str::to_owned)
     }
 
-    /// The message's `role`, read without parsing the rest of it into values.
+    /// The message's `role`, read without parsing the rest of it into values (once).
     pub fn role(&self) -> Option<String> {
-        self.head().role
+        self.role_str().map(str::to_owned)
     }
 
-    fn head(&self) -> Head {
-        serde_json::from_str::<Head>(self.0.get()).unwrap_or_default()
+    /// The message's `id`, borrowed.
+    pub fn id_str(&self) -> Option<&str> {
+        self.head().id.as_deref()
+    }
+
+    /// The message's `role`, borrowed.
+    pub fn role_str(&self) -> Option<&str> {
+        self.head().role.as_deref()
+    }
+
+    fn head(&self) -> &Head {
+        self.0
+            .head
+            .get_or_init(|| serde_json::from_str::<Head>(self.0.raw.get()).unwrap_or_default())
     }
 }
 
@@ -338,13 +376,13 @@ impl From<Value> for StoredMessage {
 
 impl PartialEq for StoredMessage {
     fn eq(&self, other: &Self) -> bool {
-        self.0.get() == other.0.get()
+        self.json() == other.json()
     }
 }
 
 impl std::fmt::Debug for StoredMessage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.0.get())
+        f.write_str(self.json())
     }
 }
 
