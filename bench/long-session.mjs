@@ -31,7 +31,7 @@ async function conversation(createSessionManager, turns, log, name) {
     while (!(await reader.read()).done) {}
     await turn.done;
     times.push(now() - started);
-    if ((i + 1) % 1000 === 0) log(`  ${name}: turn ${i + 1}, the last 100 ${summarize(times.slice(-100)).median.toFixed(3)} ms at the median`);
+    if ((i + 1) % 250 === 0) log(`  ${name}: turn ${i + 1}, the last 100 ${summarize(times.slice(-100)).median.toFixed(3)} ms at the median`);
   }
   const record = await sessions.get('long');
   await sessions.shutdown();

@@ -69,8 +69,11 @@ const RESUME_STATE = { type: 'resume-session', harnessId: 'bench', specification
  * bare `ReadableStream`).
  */
 export function chunkAgent(source, { createUIMessageStream } = {}) {
+  // A harness session as `HarnessAgent` gives it: the reference calls `hasUnfinishedTurn()`
+  // without checking that it is there.
   const session = (sessionId) => ({
     sessionId,
+    hasUnfinishedTurn: () => false,
     stop: async () => RESUME_STATE,
     detach: async () => RESUME_STATE,
     destroy: async () => {},
