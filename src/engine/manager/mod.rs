@@ -16,6 +16,7 @@ mod start;
 pub mod submissions;
 mod teardown;
 mod timers;
+mod trim;
 mod turn;
 pub mod turn_options;
 pub mod turn_output;

@@ -835,7 +835,14 @@ impl Inner {
                 self.seams.clients.deliver(turn_id, closing);
             }
         }
-        lock(&self.registry).turns.remove(&turn_id);
+        let idle = {
+            let mut registry = lock(&self.registry);
+            registry.turns.remove(&turn_id);
+            registry.turns.is_empty()
+        };
+        if idle {
+            super::trim::trim_soon();
+        }
         if has_reader {
             if let Some(verdict) = verdict.as_ref() {
                 self.seams.clients.answer(turn_id, &verdict.to_json());
