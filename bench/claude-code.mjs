@@ -7,7 +7,12 @@
 //   once without (Docker: harness-sessions-claude-code:base, the harness installing its bridge
 //   from the npm registry in the container; local: /tmp/harness/claude-code removed first);
 // - `send()` on an idle session to the first `text-delta` (the CLI asked the mock and streamed);
-// - a resume: `send()` on a suspended session to the first `text-delta`.
+// - a resume: `send()` on a suspended session to the first `text-delta`;
+// - a whole turn: `send()` to `done`;
+// each of the last three beside the same done with `HarnessAgent` driven directly on a sandbox of
+// the same provider (`provider.createSession()`, `agent.createSession()`, `agent.stream()` read
+// from its UI message stream; `stop()` of both and `provider.resumeSession()` +
+// `agent.createSession({ resumeFrom })` for the resume), the two alternating round by round.
 //
 // BENCH_CLAUDE_CODE_BACKENDS=docker (or local) measures one backend only. Each backend is measured
 // when it can run here: Docker needs an engine (its images are built
@@ -70,6 +75,11 @@ async function freePort() {
 
 /** Reads a turn's stream; resolves to the time of its first `text-delta` from `started`. */
 async function firstTextDelta(stream, started) {
+  return (await textTimes(stream, started)).first;
+}
+
+/** Reads a turn's stream to its end: the times of its first `text-delta` and of its end, from `started`. */
+async function textTimes(stream, started) {
   const reader = stream.getReader();
   let at;
   for (;;) {
@@ -78,7 +88,35 @@ async function firstTextDelta(stream, started) {
     if (at === undefined && value.type === 'text-delta') at = now() - started;
   }
   if (at === undefined) throw new Error('the turn streamed no text');
-  return at;
+  return { first: at, end: now() - started };
+}
+
+/**
+ * One round of `HarnessAgent` driven directly on a sandbox of `provider` (no manager): a turn
+ * (first text, and whole, to its `totalUsage`), both stopped, then resumed to a second turn's
+ * first text. The times in ms.
+ */
+async function directRound(agent, provider, id) {
+  const sandbox = await provider.createSession({ sessionId: id });
+  let session = await agent.createSession({ sessionId: id, sandboxSession: sandbox });
+  let started = now();
+  let result = await agent.stream({ session, prompt: 'Say something short' });
+  const messageId = randomUUID();
+  const turn = await textTimes(result.toUIMessageStream({ generateMessageId: () => messageId }), started);
+  await result.totalUsage;
+  const whole = now() - started;
+  const resumeFrom = await session.stop();
+  await sandbox.stop();
+  started = now();
+  const resumed = await provider.resumeSession({ sessionId: id });
+  session = await agent.createSession({ sessionId: id, sandboxSession: resumed, resumeFrom });
+  result = await agent.stream({ session, prompt: 'And again' });
+  const again = randomUUID();
+  const resume = await firstTextDelta(result.toUIMessageStream({ generateMessageId: () => again }), started);
+  await result.totalUsage;
+  await session.destroy();
+  await (resumed.destroy?.() ?? resumed.stop?.());
+  return { send: turn.first, turn: whole, resume };
 }
 
 export async function run({ quick, log }) {
@@ -150,7 +188,7 @@ export async function run({ quick, log }) {
         rows.push(skippedRow({ id: `claude-code.${name}`, label: `Claude Code on ${backend.label}`, reason: problem }));
         continue;
       }
-      const samples = { ready: [], readyUncached: [], send: [], resume: [] };
+      const samples = { ready: [], readyUncached: [], send: [], turn: [], resume: [], directSend: [], directTurn: [], directResume: [] };
       try {
         const managers = [];
         const manager = async (cached) => {
@@ -175,30 +213,56 @@ export async function run({ quick, log }) {
           await uncached.sessions.shutdown();
           if (name === 'local') await seedLocalBootstrap();
           const m = await manager(true);
+          const directProvider = await backend.provider(true);
           for (let i = 0; i < reps; i++) {
             const id = `bench-${name}-${i}-${randomUUID().slice(0, 8)}`;
+            // HarnessAgent driven directly first in even rounds, after the manager in odd ones.
+            const direct = async () => {
+              const times = await directRound(agent, directProvider, `direct-${id}`);
+              samples.directSend.push(times.send);
+              samples.directTurn.push(times.turn);
+              samples.directResume.push(times.resume);
+              log(`  ${name} round ${i + 1}, HarnessAgent directly: send → text ${times.send.toFixed(0)} ms, turn ${times.turn.toFixed(0)} ms, resume → text ${times.resume.toFixed(0)} ms`);
+            };
+            if (i % 2 === 0) await direct();
             samples.ready.push(await ready(m, id));
             let started = now();
             let turn = await m.sessions.send(id, { message: userMessage(randomUUID(), 'Say something short') });
             samples.send.push(await firstTextDelta(turn.stream, started));
             await turn.done;
+            samples.turn.push(now() - started);
             await m.sessions.suspend(id);
             started = now();
             turn = await m.sessions.send(id, { message: userMessage(randomUUID(), 'And again') });
             samples.resume.push(await firstTextDelta(turn.stream, started));
             await turn.done;
             await m.sessions.close(id);
-            log(`  ${name} round ${i + 1}: ready ${samples.ready.at(-1).toFixed(0)} ms, send → text ${samples.send.at(-1).toFixed(0)} ms, resume → text ${samples.resume.at(-1).toFixed(0)} ms`);
+            log(`  ${name} round ${i + 1}: ready ${samples.ready.at(-1).toFixed(0)} ms, send → text ${samples.send.at(-1).toFixed(0)} ms, turn ${samples.turn.at(-1).toFixed(0)} ms, resume → text ${samples.resume.at(-1).toFixed(0)} ms`);
+            if (i % 2 === 1) await direct();
           }
         } finally {
           await Promise.allSettled(managers.map((m) => m.shutdown()));
         }
-        const row = (key, label) => timeRow({ id: `claude-code.${name}.${key}`, label: `Claude Code on ${backend.label}: ${label}`, ours: samples[key] });
+        const row = (key, label, baseline) =>
+          timeRow({
+            id: `claude-code.${name}.${key}`,
+            label: `Claude Code on ${backend.label}: ${label}`,
+            ...(baseline
+              ? {
+                  baselineLabel: 'HarnessAgent driven directly, same provider, no manager',
+                  baseline: samples[baseline],
+                  target: { text: 'within 5% or 50 ms of HarnessAgent directly', check: (_, ours, base) => ours.median - base.median <= Math.max(50, 0.05 * base.median) },
+                  chart: `Claude Code ${name}: ${key}`,
+                }
+              : {}),
+            ours: samples[key],
+          });
         rows.push(
           row('ready', 'create() → idle, bootstrap cached'),
           row('readyUncached', 'create() → idle, bootstrap not cached (downloaded)'),
-          row('send', 'send() → first text-delta'),
-          row('resume', 'send() on a suspended session → first text-delta (resume)'),
+          row('send', 'send() → first text-delta', 'directSend'),
+          row('turn', 'send() → turn.done (a whole turn)', 'directTurn'),
+          row('resume', 'send() on a suspended session → first text-delta (resume)', 'directResume'),
         );
       } catch (error) {
         log(`  ${name}: failed: ${error.message}`);
