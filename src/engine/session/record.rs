@@ -606,6 +606,34 @@ mod tests {
     }
 
     #[test]
+    fn a_copy_of_a_record_shares_its_messages_text_and_reads_their_heads_once() {
+        let text = r#"{"id":"a","status":"idle","metadata":{},"createdAt":"2026-01-02T03:04:05.678Z","updatedAt":"2026-01-02T03:04:06.000Z","turns":1,"usage":{"inputTokens":0,"outputTokens":0,"totalTokens":0},"messages":[{"role":"user","parts":[{"type":"text","text":"{\"id\":\"no\"}"}],"id":"m1"},{"id":"m2","role":"assistant","parts":[]}]}"#;
+        let record: SessionRecord = serde_json::from_str(text).unwrap();
+        let copy = record.clone();
+        for (message, copied) in record.messages.iter().zip(&copy.messages) {
+            // The same text, not a copy of it.
+            assert!(std::ptr::eq(message.json(), copied.json()));
+        }
+        // The head is the message's own fields, read once and kept for every copy.
+        assert_eq!(copy.messages[0].id_str(), Some("m1"));
+        assert_eq!(record.messages[0].role_str(), Some("user"));
+        assert_eq!(record.messages[1].id().as_deref(), Some("m2"));
+        assert_eq!(copy.messages[1].role().as_deref(), Some("assistant"));
+        assert!(std::ptr::eq(
+            record.messages[0].id_str().unwrap(),
+            copy.messages[0].id_str().unwrap()
+        ));
+        // Written back, the text is as it was read.
+        assert_eq!(
+            serde_json::to_string(&copy).unwrap(),
+            serde_json::to_string(&record).unwrap()
+        );
+        assert!(serde_json::to_string(&copy).unwrap().contains(
+            r#"{"role":"user","parts":[{"type":"text","text":"{\"id\":\"no\"}"}],"id":"m1"}"#
+        ));
+    }
+
+    #[test]
     fn nesting_counts_brackets_outside_strings() {
         assert_eq!(nesting("1"), 0);
         assert_eq!(nesting(r#"{"a":[1,{"b":"[[[{"}]}"#), 3);
