@@ -9,6 +9,8 @@
 //!
 //! The function is held weakly: it never keeps Node's event loop alive by itself.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use napi::bindgen_prelude::{Function, Promise};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
@@ -26,6 +28,9 @@ pub(crate) type HostFn<'a> = Function<'a, String, Promise<String>>;
 /// The JavaScript host of one manager, or of one sandbox strategy.
 pub(crate) struct Host {
     function: HostFunction,
+    /// How many calls and notifications were sent: a call answered on Node's thread that sent
+    /// some answers after them (see `now_or_later`).
+    sent: AtomicU64,
 }
 
 impl Host {
@@ -36,7 +41,15 @@ impl Host {
             .callee_handled::<false>()
             .weak::<true>()
             .build()?;
-        Ok(Host { function })
+        Ok(Host {
+            function,
+            sent: AtomicU64::new(0),
+        })
+    }
+
+    /// How many calls and notifications were sent so far.
+    pub(crate) fn sent(&self) -> u64 {
+        self.sent.load(Ordering::SeqCst)
     }
 
     /// Asks JavaScript for `op`, and reads its answer as a `T`.
@@ -74,6 +87,7 @@ impl Host {
             error: Option<Value>,
         }
         let op = op_name(call);
+        self.sent.fetch_add(1, Ordering::SeqCst);
         let promise = self
             .function
             .call_async_catch(call.to_owned())
@@ -93,6 +107,7 @@ impl Host {
 
     /// Sends `op` without waiting: events, chunks for a client.
     pub(crate) fn notify(&self, op: HostOp<'_>) {
+        self.sent.fetch_add(1, Ordering::SeqCst);
         self.function
             .call(op.to_json(), ThreadsafeFunctionCallMode::NonBlocking);
     }

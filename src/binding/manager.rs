@@ -216,6 +216,8 @@ struct EndArgs {
 pub struct NativeManager {
     manager: SessionManager,
     feeds: Arc<Feeds>,
+    /// The host the manager's seams call: what a call answered at once sent is told by it.
+    host: Arc<Host>,
 }
 
 #[napi]
@@ -266,6 +268,7 @@ impl NativeManager {
             Ok(NativeManager {
                 manager: SessionManager::new(seams, options),
                 feeds,
+                host: host.clone(),
             })
         })
     }
@@ -283,6 +286,7 @@ impl NativeManager {
         let manager = self.manager.clone();
         now_or_later(
             env,
+            &self.host,
             guard(async move {
                 let id = input::session_id(id, "id")?;
                 let metadata = argument(&metadata_json, "metadata")?;
@@ -308,6 +312,7 @@ impl NativeManager {
         let manager = self.manager.clone();
         now_or_later(
             env,
+            &self.host,
             guard(async move {
                 let id = input::session_id(id, "id")?;
                 match manager.get(&id).await? {
@@ -336,6 +341,7 @@ impl NativeManager {
         let manager = self.manager.clone();
         now_or_later(
             env,
+            &self.host,
             guard(async move { manager.list_since(super::store::stamp(known)).await }),
         )
     }
@@ -352,6 +358,7 @@ impl NativeManager {
         let manager = self.manager.clone();
         now_or_later(
             env,
+            &self.host,
             guard(async move {
                 let id = input::session_id(id, "id")?;
                 let args: SendArgs = input::read_json(&request_json, "options", "send()")?;
@@ -392,6 +399,7 @@ impl NativeManager {
         let manager = self.manager.clone();
         now_or_later(
             env,
+            &self.host,
             guard(async move {
                 let id = input::session_id(id, "id")?;
                 let args: ContinueArgs = input::read_json(&request_json, "options", "continue()")?;

@@ -7,14 +7,20 @@
 //! context, and answers its value at once when it is done; only a call that has to wait (the
 //! application's code in JavaScript, a store's thread, a lock another call holds) is handed to
 //! the runtime, which goes on from where it stopped, and answers a promise.
+//!
+//! A call done at once that sent JavaScript something on its way (an event for `subscribe()`, an
+//! error for `onError`) answers a promise settled through a queue of its own made after the
+//! host's: Node runs the host's queue first, so that what the call sent reaches JavaScript before
+//! its caller goes on, as when the call was answered from the runtime.
 
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
 use napi::bindgen_prelude::{within_runtime_if_available, Either, PromiseRaw, ToNapiValue};
-use napi::Env;
+use napi::{Env, JsValue};
 
 use super::error::Settled;
+use super::host::Host;
 
 /// The value now, or a promise of it: JavaScript awaits either alike.
 pub(crate) type NowOrLater<'env, T> = Either<T, PromiseRaw<'env, Settled<T>>>;
@@ -27,6 +33,7 @@ pub(crate) type NowOrLater<'env, T> = Either<T, PromiseRaw<'env, Settled<T>>>;
 /// the runtime's first poll of it registers the runtime's own waker, so that no wake-up is lost.
 pub(crate) fn now_or_later<'env, T, F>(
     env: &'env Env,
+    host: &Host,
     future: F,
 ) -> napi::Result<NowOrLater<'env, T>>
 where
@@ -35,7 +42,13 @@ where
 {
     let mut future = Box::pin(future);
     let mut context = Context::from_waker(Waker::noop());
+    let sent = host.sent();
     match within_runtime_if_available(|| future.as_mut().poll(&mut context)) {
+        Poll::Ready(settled) if host.sent() != sent => {
+            let (deferred, promise) = env.create_deferred()?;
+            deferred.resolve(move |_| Ok(settled));
+            Ok(Either::B(PromiseRaw::new(env.raw(), promise.raw())))
+        }
         Poll::Ready(settled) => settled.now(env).map(Either::A),
         Poll::Pending => env
             .spawn_future(async move { Ok(future.await) })
