@@ -262,18 +262,21 @@ export function runTask(figure, task, args = {}, { timeoutMs = 300_000 } = {}) {
 
 /**
  * The reference, `ai-sdk-harness-sessions` 0.2.0 compiled from its source, when it is beside the
- * repository: `../shared/reference/ai-sdk-harness-sessions-0.2.0` from the repository's parent
- * folder (or the folder `HARNESS_SESSIONS_REFERENCE` names). It is copied under `.cache/reference/`
+ * repository: `../shared/reference/ai-sdk-harness-sessions-0.2.0` from the repository's folder or
+ * its parent (or only the folder `HARNESS_SESSIONS_REFERENCE` names). It is copied under `.cache/reference/`
  * (git-ignored), where this repository's `node_modules` serve its bare imports (`ai`,
  * `@ai-sdk/harness`), and imported from there. Resolves `{ module, dir }`, or `{ missing }` saying
  * why it is not there: the figures then run without it.
  */
 export async function loadReference() {
-  const candidates = [
-    process.env.HARNESS_SESSIONS_REFERENCE,
-    join(repoRoot, '..', 'shared', 'reference', 'ai-sdk-harness-sessions-0.2.0'),
-    join(repoRoot, '..', '..', 'shared', 'reference', 'ai-sdk-harness-sessions-0.2.0'),
-  ].filter(Boolean);
+  // HARNESS_SESSIONS_REFERENCE, when set, is the only place looked at (a folder that is not
+  // there runs the figures without the reference).
+  const candidates = process.env.HARNESS_SESSIONS_REFERENCE
+    ? [process.env.HARNESS_SESSIONS_REFERENCE]
+    : [
+        join(repoRoot, '..', 'shared', 'reference', 'ai-sdk-harness-sessions-0.2.0'),
+        join(repoRoot, '..', '..', 'shared', 'reference', 'ai-sdk-harness-sessions-0.2.0'),
+      ];
   const source = candidates.find((dir) => existsSync(join(dir, 'dist', 'index.js')));
   if (source === undefined) return { missing: `the reference is not at ${candidates.join(' or ')}` };
   const dir = join(repoRoot, '.cache', 'reference', 'ai-sdk-harness-sessions-0.2.0');
