@@ -9,7 +9,9 @@
 //!
 //! The function is held weakly: it never keeps Node's event loop alive by itself.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use napi::bindgen_prelude::{Function, Promise};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
@@ -28,28 +30,107 @@ pub(crate) type HostFn<'a> = Function<'a, String, Promise<String>>;
 /// The JavaScript host of one manager, or of one sandbox strategy.
 pub(crate) struct Host {
     function: HostFunction,
-    /// How many calls and notifications were sent: a call answered on Node's thread that sent
-    /// some answers after them (see `now_or_later`).
-    sent: AtomicU64,
+    /// How many calls and notifications were ever queued.
+    queued: AtomicU64,
+    /// How many of them JavaScript was handed.
+    handed: Arc<AtomicU64>,
+}
+
+/// What [`Host::capture`] keeps: whose it is, the notifications kept, and whether something was
+/// queued meanwhile (a call, and what was kept before it).
+struct Capture {
+    host: usize,
+    kept: Vec<String>,
+    queued: bool,
+}
+
+thread_local! {
+    /// The notifications made on this thread while a call runs on Node's thread
+    /// ([`Host::capture`]): handed to JavaScript by the caller, in order, rather than queued.
+    static CAPTURED: RefCell<Option<Capture>> = const { RefCell::new(None) };
 }
 
 impl Host {
     /// Wraps the JavaScript function `host(call)`.
     pub(crate) fn new(function: HostFn<'_>) -> napi::Result<Host> {
+        let handed = Arc::new(AtomicU64::new(0));
+        let counter = handed.clone();
         let function = function
             .build_threadsafe_function()
             .callee_handled::<false>()
             .weak::<true>()
-            .build()?;
+            .build_callback(move |context| {
+                counter.fetch_add(1, Ordering::SeqCst);
+                Ok(context.value)
+            })?;
         Ok(Host {
             function,
-            sent: AtomicU64::new(0),
+            queued: AtomicU64::new(0),
+            handed,
         })
     }
 
-    /// How many calls and notifications were sent so far.
-    pub(crate) fn sent(&self) -> u64 {
-        self.sent.load(Ordering::SeqCst)
+    /// A mark of what was queued so far, for [`Host::handed_up_to`].
+    pub(crate) fn mark(&self) -> u64 {
+        self.queued.load(Ordering::SeqCst)
+    }
+
+    /// Whether JavaScript was handed everything queued before `mark` was taken.
+    pub(crate) fn handed_up_to(&self, mark: u64) -> bool {
+        self.handed.load(Ordering::SeqCst) >= mark
+    }
+
+    /// Runs `f` with the notifications it makes on this thread kept rather than queued (until it
+    /// makes a call: those before are queued then, in order); returns what `f` gave, and the
+    /// notifications kept, as JSON texts in order.
+    /// Whether `f` queued anything for JavaScript meanwhile is the third of what it returns.
+    pub(crate) fn capture<T>(&self, f: impl FnOnce() -> T) -> (T, Vec<String>, bool) {
+        let outer = CAPTURED.with(|captured| {
+            captured.borrow_mut().replace(Capture {
+                host: self.key(),
+                kept: Vec::new(),
+                queued: false,
+            })
+        });
+        let value = f();
+        let capture =
+            CAPTURED.with(|captured| std::mem::replace(&mut *captured.borrow_mut(), outer));
+        match capture {
+            Some(capture) => (value, capture.kept, capture.queued),
+            None => (value, Vec::new(), true),
+        }
+    }
+
+    /// What tells this host from another on the same thread.
+    fn key(&self) -> usize {
+        std::ptr::from_ref(self) as usize
+    }
+
+    /// Queues notifications (JSON texts of [`HostOp`]s) in order.
+    pub(crate) fn queue(&self, calls: Vec<String>) {
+        for call in calls {
+            self.enqueue(call);
+        }
+    }
+
+    fn enqueue(&self, call: String) {
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        self.function
+            .call(call, ThreadsafeFunctionCallMode::NonBlocking);
+    }
+
+    /// What was kept on this thread so far is queued: a call must not overtake it.
+    fn release_captured(&self) {
+        let kept = CAPTURED.with(|captured| match captured.borrow_mut().as_mut() {
+            Some(capture) if capture.host == self.key() => {
+                capture.queued = true;
+                Some(std::mem::take(&mut capture.kept))
+            }
+            _ => None,
+        });
+        if let Some(kept) = kept {
+            self.queue(kept);
+        }
     }
 
     /// Asks JavaScript for `op`, and reads its answer as a `T`.
@@ -87,7 +168,8 @@ impl Host {
             error: Option<Value>,
         }
         let op = op_name(call);
-        self.sent.fetch_add(1, Ordering::SeqCst);
+        self.release_captured();
+        self.queued.fetch_add(1, Ordering::SeqCst);
         let promise = self
             .function
             .call_async_catch(call.to_owned())
@@ -107,9 +189,17 @@ impl Host {
 
     /// Sends `op` without waiting: events, chunks for a client.
     pub(crate) fn notify(&self, op: HostOp<'_>) {
-        self.sent.fetch_add(1, Ordering::SeqCst);
-        self.function
-            .call(op.to_json(), ThreadsafeFunctionCallMode::NonBlocking);
+        let call = op.to_json();
+        let call = CAPTURED.with(|captured| match captured.borrow_mut().as_mut() {
+            Some(capture) if capture.host == self.key() => {
+                capture.kept.push(call);
+                None
+            }
+            _ => Some(call),
+        });
+        if let Some(call) = call {
+            self.enqueue(call);
+        }
     }
 }
 

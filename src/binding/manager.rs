@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Function, Promise};
+use napi::bindgen_prelude::{Function, FunctionRef, Promise};
 use napi::threadsafe_function::ThreadsafeFunction;
 use napi::{Env, Status};
 use napi_derive::napi;
@@ -218,6 +218,8 @@ pub struct NativeManager {
     feeds: Arc<Feeds>,
     /// The host the manager's seams call: what a call answered at once sent is told by it.
     host: Arc<Host>,
+    /// The host's JavaScript function, to hand it what a call running on Node's thread sent.
+    host_function: FunctionRef<String, Promise<String>>,
 }
 
 #[napi]
@@ -235,6 +237,7 @@ impl NativeManager {
     ) -> napi::Result<NativeManager> {
         // The options first: bad ones are refused before anything is made.
         let (options, capacity, approves) = guard_sync(&env, || read_options(&options_json))?;
+        let host_function = host.create_ref()?;
         let host = Arc::new(Host::new(host)?);
         guard_sync(&env, || {
             let feeds = Arc::new(Feeds::default());
@@ -269,6 +272,7 @@ impl NativeManager {
                 manager: SessionManager::new(seams, options),
                 feeds,
                 host: host.clone(),
+                host_function,
             })
         })
     }
@@ -287,6 +291,7 @@ impl NativeManager {
         now_or_later(
             env,
             &self.host,
+            &self.host_function,
             guard(async move {
                 let id = input::session_id(id, "id")?;
                 let metadata = argument(&metadata_json, "metadata")?;
@@ -313,6 +318,7 @@ impl NativeManager {
         now_or_later(
             env,
             &self.host,
+            &self.host_function,
             guard(async move {
                 let id = input::session_id(id, "id")?;
                 match manager.get(&id).await? {
@@ -342,6 +348,7 @@ impl NativeManager {
         now_or_later(
             env,
             &self.host,
+            &self.host_function,
             guard(async move { manager.list_since(super::store::stamp(known)).await }),
         )
     }
@@ -359,6 +366,7 @@ impl NativeManager {
         now_or_later(
             env,
             &self.host,
+            &self.host_function,
             guard(async move {
                 let id = input::session_id(id, "id")?;
                 let args: SendArgs = input::read_json(&request_json, "options", "send()")?;
@@ -400,6 +408,7 @@ impl NativeManager {
         now_or_later(
             env,
             &self.host,
+            &self.host_function,
             guard(async move {
                 let id = input::session_id(id, "id")?;
                 let args: ContinueArgs = input::read_json(&request_json, "options", "continue()")?;

@@ -8,15 +8,18 @@
 //! application's code in JavaScript, a store's thread, a lock another call holds) is handed to
 //! the runtime, which goes on from where it stopped, and answers a promise.
 //!
-//! A call done at once that sent JavaScript something on its way (an event for `subscribe()`, an
-//! error for `onError`) answers a promise settled through a queue of its own made after the
-//! host's: Node runs the host's queue first, so that what the call sent reaches JavaScript before
-//! its caller goes on, as when the call was answered from the runtime.
+//! What a call sends JavaScript on its way (an event for `subscribe()`, an error for `onError`)
+//! reaches JavaScript before its caller goes on, in the order it was sent: handed to the host
+//! function right there when JavaScript was handed everything queued before the call began (as
+//! the reference calls its listeners), else queued behind it, the call then answering a promise
+//! settled through a queue of its own made after the host's (Node runs the host's first).
 
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
-use napi::bindgen_prelude::{within_runtime_if_available, Either, PromiseRaw, ToNapiValue};
+use napi::bindgen_prelude::{
+    within_runtime_if_available, Either, FunctionRef, Promise, PromiseRaw, ToNapiValue,
+};
 use napi::{Env, JsValue};
 
 use super::error::Settled;
@@ -34,6 +37,7 @@ pub(crate) type NowOrLater<'env, T> = Either<T, PromiseRaw<'env, Settled<T>>>;
 pub(crate) fn now_or_later<'env, T, F>(
     env: &'env Env,
     host: &Host,
+    host_function: &FunctionRef<String, Promise<String>>,
     future: F,
 ) -> napi::Result<NowOrLater<'env, T>>
 where
@@ -42,9 +46,25 @@ where
 {
     let mut future = Box::pin(future);
     let mut context = Context::from_waker(Waker::noop());
-    let sent = host.sent();
-    match within_runtime_if_available(|| future.as_mut().poll(&mut context)) {
-        Poll::Ready(settled) if host.sent() != sent => {
+    // What was queued before the call began must reach JavaScript before what the call sends;
+    // what other threads queue while it runs may come after.
+    let mark = host.mark();
+    let (polled, kept, mut queued) =
+        host.capture(|| within_runtime_if_available(|| future.as_mut().poll(&mut context)));
+    if !kept.is_empty() {
+        if host.handed_up_to(mark) {
+            let function = host_function.borrow_back(env)?;
+            for call in kept {
+                // The host answers every call with a promise, never a throw: nothing to wait for.
+                drop(function.call(call)?);
+            }
+        } else {
+            host.queue(kept);
+            queued = true;
+        }
+    }
+    match polled {
+        Poll::Ready(settled) if queued => {
             let (deferred, promise) = env.create_deferred()?;
             deferred.resolve(move |_| Ok(settled));
             Ok(Either::B(PromiseRaw::new(env.raw(), promise.raw())))
