@@ -7,11 +7,14 @@
 //!   a resume reads them back rather than trusting the options of the process that resumes.
 //! - **Safe defaults.** A non-root user (`1000:1000`), every capability dropped,
 //!   `no-new-privileges`, an init process that reaps orphans, limits on memory (1 GiB, no swap),
-//!   CPU (1) and processes (256), and no network at all unless ports are asked for: then host
-//!   networking, and endpoints on 127.0.0.1. (Bridge networks and published ports are not used:
-//!   they are not available everywhere this runs. With host networking the URLs handed out are on
-//!   loopback, but a process that binds `0.0.0.0` inside the sandbox, as harness bridges do, is
-//!   also reachable on the host's other interfaces unless a firewall closes them.)
+//!   CPU (1) and processes (256), and no network at all (`--network none`), ports or not.
+//! - **Ports** of a container without a network are served on the host's loopback, each on a
+//!   port the kernel picks for that view (so two sessions never share one), forwarded into the
+//!   container's own loopback through its network namespace ([`forward`], [`netns`]): the host
+//!   reaches the sandbox's ports, the sandbox reaches nothing of the host. This needs root and
+//!   the engine on this host. `network: "host"` (the host's network, ports the host's own) stays
+//!   possible as an explicit choice, and is a risk: the sandbox then reaches every service of the
+//!   host's loopback.
 //! - **Images** are used as they are on the engine: nothing is pulled unless `pull` is set. The
 //!   image needs `/bin/sh`, `sleep` and `kill`, and for files `readlink -f`, `cat`, `mkdir -p`,
 //!   `mv`, `rm`, `wc`, `stat -c` (busybox and GNU coreutils have them).
@@ -28,6 +31,8 @@ mod container;
 #[cfg(test)]
 mod engine_tests;
 mod files;
+mod forward;
+mod netns;
 mod session;
 pub(crate) mod tar;
 
@@ -68,9 +73,11 @@ const KEEP_ALIVE: &str = "trap 'exit 0' TERM INT; while :; do sleep 86400 & wait
 /// The network of a sandbox's container.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NetworkMode {
-    /// No network at all, loopback aside (`--network none`).
+    /// No network at all, loopback aside (`--network none`); ports are forwarded from the
+    /// host's loopback.
     None,
-    /// The host's network (`--network host`): ports are the host's, reached on 127.0.0.1.
+    /// The host's network (`--network host`): ports are the host's, reached on 127.0.0.1, and
+    /// the sandbox reaches every service of the host's. Only when asked for.
     Host,
 }
 
@@ -130,7 +137,7 @@ pub struct DockerSandboxOptions {
     pub memory_bytes: i64,
     /// Processes the container may run at once. Default: 256.
     pub pids_limit: i64,
-    /// The network; default: none without ports, host with ports.
+    /// The network; default: none (ports forwarded from the host's loopback).
     pub network: Option<NetworkMode>,
 }
 
@@ -292,17 +299,7 @@ impl DockerSandbox {
                 "pids: a sandbox needs room for at least 8 processes (its shell and init among them).",
             ));
         }
-        let network = match options.network {
-            Some(NetworkMode::None) if !options.ports.is_empty() => {
-                return Err(SessionError::input(
-                    "network",
-                    "network: ports need a network; leave network unset, or set it to \"host\".",
-                ))
-            }
-            Some(network) => network,
-            None if options.ports.is_empty() => NetworkMode::None,
-            None => NetworkMode::Host,
-        };
+        let network = options.network.unwrap_or(NetworkMode::None);
         Ok(DockerSandbox {
             options,
             network,
@@ -511,7 +508,7 @@ impl DockerSandbox {
             limits,
         };
         let container = Container::new(docker, self.endpoint.clone(), name, settings)?;
-        Ok(Some(container.root_view(working_directory, ports)?))
+        Ok(Some(container.root_view(working_directory, ports).await?))
     }
 }
 
@@ -621,10 +618,17 @@ impl SandboxProvider for DockerSandbox {
             let _ = container.remove().await;
             return Err(error);
         }
-        container.root_view(
-            self.options.working_directory.clone(),
-            self.options.ports.clone(),
-        )
+        let view = container
+            .clone()
+            .root_view(
+                self.options.working_directory.clone(),
+                self.options.ports.clone(),
+            )
+            .await;
+        if view.is_err() {
+            let _ = container.remove().await;
+        }
+        view
     }
 
     async fn find(&self, session_id: &str) -> Result<Option<Arc<dyn SandboxSession>>> {
@@ -680,11 +684,6 @@ mod tests {
                 ..ok.clone()
             },
             DockerSandboxOptions {
-                ports: vec![4000],
-                network: Some(NetworkMode::None),
-                ..ok.clone()
-            },
-            DockerSandboxOptions {
                 host: Some("ssh://x".into()),
                 ..ok.clone()
             },
@@ -697,7 +696,7 @@ mod tests {
     }
 
     #[test]
-    fn networking_follows_the_ports() {
+    fn no_network_unless_the_host_is_asked_for() {
         let with_ports = DockerSandbox::new(DockerSandboxOptions {
             image: "x".into(),
             ports: vec![4000],
@@ -705,7 +704,7 @@ mod tests {
         });
         assert_eq!(
             with_ports.map(|sandbox| sandbox.network),
-            Ok(NetworkMode::Host)
+            Ok(NetworkMode::None)
         );
     }
 
