@@ -166,8 +166,3 @@ pub(crate) fn sweep(scope: &Scope, namespace_of: Option<u32>, sweep: &Sweep) -> 
     }
     killed
 }
-
-/// Whether a socket listens on `port` in the namespace of `pid` (this process's for `None`).
-pub(crate) fn is_listening(pid: Option<u32>, port: u16) -> bool {
-    !listening(pid, &[port]).is_empty()
-}

@@ -4,8 +4,7 @@
 //! A container on `--network none` has a loopback of its own and nothing else: no route to the
 //! host, nor anywhere. This process (as root, on the engine's host) opens the namespace through
 //! `/proc/<container's init>/ns/net`, and a thread made for one call `setns()`es into it, makes
-//! its socket there (a connection to the container's own loopback, or a listener on it), and
-//! ends. A socket stays in the namespace it was made in, whichever thread then uses it, so the
+//! its socket there (a connection to the container's own loopback), and ends. A socket stays in the namespace it was made in, whichever thread then uses it, so the
 //! rest of the work (copying bytes) runs on tokio as usual, and nothing in the container gets a
 //! socket of the host's namespace: it has no way back.
 //!
@@ -13,7 +12,7 @@
 //! that does not hold, [`NetNamespace::open`] says so, and the sandbox refuses ports.
 
 use std::fs::File;
-use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
@@ -24,10 +23,6 @@ use crate::engine::error::{Result, SessionError};
 #[derive(Debug, Clone)]
 pub(crate) struct NetNamespace {
     file: Arc<File>,
-    /// The namespace's inode: what `/proc/<pid>/ns/net` of its processes link to.
-    pub(crate) inode: u64,
-    /// The container's first process, as this host numbers it.
-    pub(crate) pid: u32,
 }
 
 impl NetNamespace {
@@ -38,7 +33,6 @@ impl NetNamespace {
     ///
     /// A host error when it cannot be opened or entered (not root, or an engine on another host).
     pub(crate) fn open(pid: u32, container: &str) -> Result<Self> {
-        use std::os::unix::fs::MetadataExt;
         let refuse = |why: String| {
             SessionError::host(format!(
                 "The ports of the sandbox container {container} are reached through its network namespace, which this process cannot enter ({why}): \
@@ -50,14 +44,8 @@ impl NetNamespace {
         }
         let path = format!("/proc/{pid}/ns/net");
         let file = File::open(&path).map_err(|error| refuse(format!("{path}: {error}")))?;
-        let inode = file
-            .metadata()
-            .map_err(|error| refuse(format!("{path}: {error}")))?
-            .ino();
         let namespace = NetNamespace {
             file: Arc::new(file),
-            inode,
-            pid,
         };
         namespace
             .inside(|| Ok(()))
@@ -96,10 +84,5 @@ impl NetNamespace {
         })
         .await
         .unwrap_or_else(|error| Err(std::io::Error::other(error.to_string())))
-    }
-
-    /// A listener on `port` of the container's loopback, made in its namespace.
-    pub(crate) fn listen(&self, port: u16) -> std::io::Result<TcpListener> {
-        self.inside(move || TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port)))
     }
 }
