@@ -29,7 +29,10 @@ use rustix::fs::{self, AtFlags, FileType, Mode, OFlags};
 
 use super::beneath::{self, Beneath};
 use super::bootstrap_gate::BootstrapGate;
-use super::local_guard::{claim_ports, hide_server, prepare_child, sandbox_user, PortClaim};
+use super::local_guard::{
+    claim_ports, hide_server, make_searchable, open_to_sandboxes, prepare_child, sandbox_user,
+    PortClaim,
+};
 use super::paths::{self, PathPolicy};
 use super::process::{process_channel, ExitStatus, OutputWriter};
 use super::sweep::{self, Scope, Sweep};
@@ -151,11 +154,19 @@ impl LocalSandbox {
         for allowed in self.allowed_paths() {
             std::fs::create_dir_all(&allowed)
                 .map_err(|error| io_error(Path::new(&allowed), &error))?;
+            if user.is_some() {
+                open_to_sandboxes(Path::new(&allowed))
+                    .map_err(|error| io_error(Path::new(&allowed), &error))?;
+            }
             let parent = std::fs::canonicalize(paths::parent(&allowed))
                 .map_err(|error| io_error(Path::new(&allowed), &error))?;
             let last = allowed.rsplit('/').next().unwrap_or_default();
             let real = paths::join(parent.to_str().unwrap_or("/"), last);
-            let opened = Beneath::open(&real).map_err(|error| refused_folder(&real, &error))?;
+            // What the file API writes there is the session's own, so that the commands of the
+            // session that bootstraps a harness there can finish its install.
+            let opened = Beneath::open(&real)
+                .map_err(|error| refused_folder(&real, &error))?
+                .owned_by(user);
             beneath.push(Arc::new(opened));
         }
         let workspace = paths::join(&folder, "workspace");
@@ -249,6 +260,9 @@ impl SandboxProvider for LocalSandbox {
         if let Some((uid, gid)) = sandbox_user(&name) {
             // Run as root: the folder is its own user's, and only theirs.
             use std::os::unix::fs::PermissionsExt;
+            let root = std::fs::canonicalize(&self.options.root)
+                .map_err(|error| io_error(&self.options.root, &error))?;
+            make_searchable(&root).map_err(|error| io_error(&root, &error))?;
             for dir in [
                 folder.clone(),
                 folder.join("workspace"),

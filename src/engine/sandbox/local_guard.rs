@@ -1,9 +1,10 @@
 //! What the local sandbox can hold its commands to, on a host it does not isolate them from.
 //!
 //! - **Their user.** When this process runs as root, each sandbox's commands run as a user of
-//!   their own ([`sandbox_user`]: no groups, no name, a uid derived from the sandbox's folder
-//!   name) that owns the sandbox's folder and nothing else; the folder is `0700`. As any other
-//!   user they run as that user.
+//!   their own ([`sandbox_user`]: no name, a uid derived from the sandbox's folder name, one
+//!   group shared by the sandboxes' users) that owns the sandbox's folder (`0700`) and nothing
+//!   else but what it writes in the shared bootstrap folders ([`open_to_sandboxes`]). As any
+//!   other user they run as that user.
 //! - **What they inherit.** Every descriptor of this process above stderr is closed across the
 //!   `exec` ([`prepare_child`]), `no_new_privs` is set (no setuid program gives privileges back),
 //!   and this process is made non-dumpable once ([`hide_server`]), which makes its
@@ -17,9 +18,13 @@ use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener};
 use std::sync::{Mutex, MutexGuard, Once};
 
-/// The uid and gid a local sandbox's commands run as, when this process is root: in
-/// `200000..300000`, from the SHA-256 of the sandbox's folder name (two sandboxes share one
-/// about once in 100,000 pairs). `None` when this process is not root.
+/// The group of every local sandbox's user when this process is root: the group that may write
+/// in the shared bootstrap folders (`allowedPaths`), and nothing else.
+pub(crate) const SANDBOX_GROUP: u32 = 200_000;
+
+/// The uid and gid a local sandbox's commands run as, when this process is root: a uid in
+/// `200001..300000`, from the SHA-256 of the sandbox's folder name (two sandboxes share one
+/// about once in 100,000 pairs), and [`SANDBOX_GROUP`]. `None` when this process is not root.
 pub(crate) fn sandbox_user(name: &str) -> Option<(u32, u32)> {
     use sha2::{Digest, Sha256};
     // SAFETY: geteuid(2) takes nothing and cannot fail.
@@ -28,8 +33,45 @@ pub(crate) fn sandbox_user(name: &str) -> Option<(u32, u32)> {
     }
     let digest = Sha256::digest(name.as_bytes());
     let number = u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]);
-    let id = 200_000 + number % 100_000;
-    Some((id, id))
+    Some((200_001 + number % 99_999, SANDBOX_GROUP))
+}
+
+/// Opens a shared bootstrap folder to every sandbox's user, when this process is root: owned by
+/// root and [`SANDBOX_GROUP`], mode `3775` (group-writable, new entries keep the group, and an
+/// entry can be removed or renamed by its owner only).
+///
+/// # Errors
+///
+/// When the folder's owner or mode cannot be changed.
+pub(crate) fn open_to_sandboxes(folder: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::os::unix::fs::chown(folder, Some(0), Some(SANDBOX_GROUP))?;
+    std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o3775))
+}
+
+/// Lets every user search (not list) `folder` and each folder above it: adds the `o+x` bit
+/// where it is missing, so that a sandbox's own user reaches its folder by its absolute path
+/// (its `HOME`, its `TMPDIR`) below a private folder such as one of `mkdtemp`'s. Run as root
+/// only; the sandbox folders themselves stay `0700`, and the root `0711` (not listable).
+///
+/// # Errors
+///
+/// When a folder's mode cannot be read or changed.
+pub(crate) fn make_searchable(folder: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    for ancestor in folder.ancestors() {
+        let meta = std::fs::metadata(ancestor)?;
+        let mode = meta.permissions().mode();
+        let wanted = if ancestor == folder {
+            (mode & !0o006) | 0o011
+        } else {
+            mode | 0o001
+        };
+        if mode & 0o7777 != wanted & 0o7777 {
+            std::fs::set_permissions(ancestor, std::fs::Permissions::from_mode(wanted & 0o7777))?;
+        }
+    }
+    Ok(())
 }
 
 /// Makes this process non-dumpable, once: its `/proc/<pid>/environ`, `mem` and descriptors can
