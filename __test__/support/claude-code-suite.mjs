@@ -63,7 +63,9 @@ export async function claudeCodeSuite(kind) {
     /** The options of a sandbox provider with `ports`, as a child process can rebuild it. */
     providerConfig(ports, name) {
       if (kind === 'docker') {
-        return { docker: { image, host: dockerHost, namePrefix: containerPrefix, ports, env: suite.world.env, memory: '2g', ...(name ? { name } : {}) } };
+        // The container has no network: the mock model on the host's loopback is its one way out.
+        const allowedHosts = [new URL(suite.world.mock.url).host];
+        return { docker: { image, host: dockerHost, namePrefix: containerPrefix, ports, allowedHosts, env: suite.world.env, memory: '2g', ...(name ? { name } : {}) } };
       }
       const home = join(scratch, 'home');
       mkdirSync(home, { recursive: true });

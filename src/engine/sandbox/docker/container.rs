@@ -12,6 +12,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use super::client::{message_of, status_of, Endpoint};
+use super::egress::{AllowedHost, Egress};
 use super::netns::NetNamespace;
 use super::tar::{self, EntryKind};
 use super::{parse_user, NetworkMode};
@@ -26,6 +27,8 @@ pub(crate) struct Settings {
     pub(crate) home: String,
     pub(crate) network: NetworkMode,
     pub(crate) limits: String,
+    /// The only hosts it reaches ([`super::egress`]).
+    pub(crate) allowed_hosts: Vec<AllowedHost>,
 }
 
 /// A container, shared by its views.
@@ -39,6 +42,8 @@ pub(crate) struct Container {
     pub(super) processes: Mutex<HashMap<u32, u64>>,
     /// Its network namespace, once opened (for ports of a container without a network).
     namespace: tokio::sync::Mutex<Option<NetNamespace>>,
+    /// The ways out of `allowed_hosts`, once opened.
+    egress: tokio::sync::Mutex<Option<Egress>>,
 }
 
 impl Container {
@@ -57,6 +62,7 @@ impl Container {
             settings,
             processes: Mutex::new(HashMap::new()),
             namespace: tokio::sync::Mutex::new(None),
+            egress: tokio::sync::Mutex::new(None),
         }))
     }
 
@@ -111,6 +117,23 @@ impl Container {
             sweep::sweep(&Scope::Namespace(inode), Some(pid), &sweep)
         })
         .await;
+    }
+
+    /// Opens the ways out of its `allowedHosts`, once (the container runs).
+    ///
+    /// # Errors
+    ///
+    /// When its namespace cannot be entered, or a listener made in it.
+    pub(super) async fn open_egress(&self) -> Result<()> {
+        if self.settings.allowed_hosts.is_empty() || self.settings.network == NetworkMode::Host {
+            return Ok(());
+        }
+        let mut egress = self.egress.lock().await;
+        if egress.is_none() {
+            let namespace = self.namespace().await?;
+            *egress = Some(Egress::start(&namespace, &self.settings.allowed_hosts)?);
+        }
+        Ok(())
     }
 
     /// The container's network namespace, opened at the first call (the container runs).

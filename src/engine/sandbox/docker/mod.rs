@@ -28,6 +28,7 @@
 
 mod client;
 mod container;
+pub mod egress;
 #[cfg(test)]
 mod engine_tests;
 mod files;
@@ -49,6 +50,7 @@ use bollard::Docker;
 use futures::StreamExt;
 
 pub use client::{Endpoint, API_VERSION};
+pub use egress::AllowedHost;
 pub use session::DockerSandboxSession;
 
 use super::paths::normalize_absolute;
@@ -66,6 +68,7 @@ const LABEL_PORTS: &str = "dev.harness-sessions.ports";
 const LABEL_USER: &str = "dev.harness-sessions.user";
 const LABEL_NETWORK: &str = "dev.harness-sessions.network";
 const LABEL_LIMITS: &str = "dev.harness-sessions.limits";
+const LABEL_ALLOWED_HOSTS: &str = "dev.harness-sessions.allowed-hosts";
 
 /// What keeps a container alive: a shell that sleeps, and leaves at once when stopped.
 const KEEP_ALIVE: &str = "trap 'exit 0' TERM INT; while :; do sleep 86400 & wait $!; done";
@@ -139,6 +142,8 @@ pub struct DockerSandboxOptions {
     pub pids_limit: i64,
     /// The network; default: none (ports forwarded from the host's loopback).
     pub network: Option<NetworkMode>,
+    /// The only hosts a container without a network reaches ([`egress`]). Default: none.
+    pub allowed_hosts: Vec<AllowedHost>,
 }
 
 impl Default for DockerSandboxOptions {
@@ -157,6 +162,7 @@ impl Default for DockerSandboxOptions {
             memory_bytes: 1024 * 1024 * 1024,
             pids_limit: 256,
             network: None,
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -300,6 +306,12 @@ impl DockerSandbox {
             ));
         }
         let network = options.network.unwrap_or(NetworkMode::None);
+        if network == NetworkMode::Host && !options.allowed_hosts.is_empty() {
+            return Err(SessionError::input(
+                "allowedHosts",
+                "allowedHosts: a sandbox on the host's network reaches every host already; give allowedHosts without network \"host\".",
+            ));
+        }
         Ok(DockerSandbox {
             options,
             network,
@@ -346,6 +358,20 @@ impl DockerSandbox {
     fn create_body(&self, session_id: &str) -> ContainerCreateBody {
         let options = &self.options;
         let mut env = vec![format!("HOME={}", options.home)];
+        if egress::needs_proxy(&options.allowed_hosts) {
+            let given = |name: &str| options.env.iter().any(|(given, _)| given == name);
+            let proxy = format!("http://127.0.0.1:{}", egress::PROXY_PORT);
+            for name in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"] {
+                if !given(name) {
+                    env.push(format!("{name}={proxy}"));
+                }
+            }
+            for name in ["NO_PROXY", "no_proxy"] {
+                if !given(name) {
+                    env.push(format!("{name}=127.0.0.1,localhost"));
+                }
+            }
+        }
         env.extend(
             options
                 .env
@@ -371,6 +397,15 @@ impl DockerSandbox {
             (LABEL_USER.to_owned(), options.user.clone()),
             (LABEL_NETWORK.to_owned(), self.network.as_str().to_owned()),
             (LABEL_LIMITS.to_owned(), self.limits_text()),
+            (
+                LABEL_ALLOWED_HOSTS.to_owned(),
+                options
+                    .allowed_hosts
+                    .iter()
+                    .map(AllowedHost::text)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
         ]);
         ContainerCreateBody {
             image: Some(options.image.clone()),
@@ -497,7 +532,16 @@ impl DockerSandbox {
             None => self.options.ports.clone(),
         };
         let limits = label(LABEL_LIMITS).unwrap_or_default();
+        let allowed_hosts = match label(LABEL_ALLOWED_HOSTS) {
+            Some(hosts) => hosts
+                .split(',')
+                .filter(|entry| !entry.is_empty())
+                .filter_map(|entry| AllowedHost::parse(entry, "allowedHosts").ok())
+                .collect(),
+            None => Vec::new(),
+        };
         let settings = Settings {
+            allowed_hosts,
             image: inspected
                 .config
                 .and_then(|config| config.image)
@@ -584,6 +628,7 @@ impl SandboxProvider for DockerSandbox {
         }
         let (uid, gid) = parse_user(&self.options.user)?;
         let settings = Settings {
+            allowed_hosts: self.options.allowed_hosts.clone(),
             image: self.options.image.clone(),
             user: self.options.user.clone(),
             home: self.options.home.clone(),

@@ -4,7 +4,8 @@
 //! A container on `--network none` has a loopback of its own and nothing else: no route to the
 //! host, nor anywhere. This process (as root, on the engine's host) opens the namespace through
 //! `/proc/<container's init>/ns/net`, and a thread made for one call `setns()`es into it, makes
-//! its socket there (a connection to the container's own loopback), and ends. A socket stays in the namespace it was made in, whichever thread then uses it, so the
+//! its socket there (a connection to the container's own loopback, or a listener on it), and
+//! ends. A socket stays in the namespace it was made in, whichever thread then uses it, so the
 //! rest of the work (copying bytes) runs on tokio as usual, and nothing in the container gets a
 //! socket of the host's namespace: it has no way back.
 //!
@@ -84,5 +85,12 @@ impl NetNamespace {
         })
         .await
         .unwrap_or_else(|error| Err(std::io::Error::other(error.to_string())))
+    }
+
+    /// A listener on `port` of the container's loopback, made in its namespace.
+    pub(crate) fn listen(&self, port: u16) -> std::io::Result<std::net::TcpListener> {
+        self.inside(move || {
+            std::net::TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port))
+        })
     }
 }

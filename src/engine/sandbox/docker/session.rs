@@ -46,6 +46,7 @@ impl Container {
         working_directory: String,
         ports: Vec<u16>,
     ) -> Result<Arc<dyn SandboxSession>> {
+        self.open_egress().await?;
         let forwarder = self.forwarder(&ports).await?;
         let policy = PathPolicy::new(
             [
@@ -167,6 +168,20 @@ impl SandboxSession for DockerSandboxSession {
             .collect::<Vec<_>>()
             .join(", ");
         let network = match settings.network {
+            NetworkMode::None if !settings.allowed_hosts.is_empty() => format!(
+                "Network: none but {} (other hosts through the proxy in HTTPS_PROXY){}.",
+                settings
+                    .allowed_hosts
+                    .iter()
+                    .map(|entry| entry.text())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if self.ports.is_empty() {
+                    String::new()
+                } else {
+                    format!("; ports {listed} (listen on them inside) are reached from outside through the host")
+                }
+            ),
             NetworkMode::None if self.ports.is_empty() => "Network: none.".to_owned(),
             NetworkMode::None => format!(
                 "Network: none; ports {listed} (listen on them inside, on any address) are reached from outside through the host."
