@@ -11,7 +11,7 @@ use bollard::query_parameters::{
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{DockerSandbox, DockerSandboxOptions, Endpoint, NetworkMode};
+use super::{AllowedHost, DockerSandbox, DockerSandboxOptions, Endpoint, NetworkMode};
 use crate::engine::error::SessionError;
 use crate::engine::sandbox::conformance::{docker_options, docker_ready, test_docker_host, unique};
 use crate::engine::sandbox::{Command, ForkOptions, PortProtocol, SandboxProvider, SandboxSession};
@@ -315,6 +315,79 @@ async fn ports_are_forwarded_into_a_container_without_a_network() {
     drop(host_server);
     a.destroy().await.expect("destroyed");
     b.destroy().await.expect("destroyed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allowed_hosts_are_the_only_ways_out() {
+    if !docker_ready().await {
+        return;
+    }
+    use std::io::Write;
+    use std::net::ToSocketAddrs;
+    // Two servers of the test on the host's loopback: one allowed, one not.
+    let serve = |greeting: &'static str| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a server");
+        let port = listener.local_addr().expect("its address").port();
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().flatten() {
+                let _ = stream.write_all(greeting.as_bytes());
+            }
+        });
+        port
+    };
+    let (allowed, refused) = (serve("ALLOWED SERVICE"), serve("OTHER SERVICE"));
+    // This host's own name, when it resolves to its loopback (as most do), stands for a named
+    // host reached through the proxy.
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    let named = (name.as_str(), allowed)
+        .to_socket_addrs()
+        .is_ok_and(|mut addresses| addresses.any(|address| address.ip().is_loopback()))
+        && !name.is_empty()
+        && name != "localhost";
+    let mut hosts =
+        vec![AllowedHost::parse(&format!("127.0.0.1:{allowed}"), "allowedHosts").expect("valid")];
+    if named {
+        hosts
+            .push(AllowedHost::parse(&format!("{name}:{allowed}"), "allowedHosts").expect("valid"));
+    } else {
+        hosts.push(AllowedHost::parse("example.invalid", "allowedHosts").expect("valid"));
+    }
+    let provider = DockerSandbox::new(DockerSandboxOptions {
+        allowed_hosts: hosts,
+        ..docker_options()
+    })
+    .expect("valid options");
+    let session = provider
+        .create(Some(&unique("egress")))
+        .await
+        .expect("created");
+    // The allowed loopback port, forwarded into the container's own loopback.
+    let (code, said) = attempt(&session, &format!("nc -w 3 127.0.0.1 {allowed} </dev/null")).await;
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains("ALLOWED SERVICE"), "{said}");
+    let (code, said) = attempt(&session, &format!("nc -w 3 127.0.0.1 {refused} </dev/null")).await;
+    assert_ne!(code, 0, "a port not listed was reached: {said}");
+    // The proxy: a CONNECT to a host not listed is refused; to a listed one, tunnelled.
+    let connect = |target: String| {
+        format!("printf 'CONNECT {target} HTTP/1.1\\r\\nHost: {target}\\r\\n\\r\\n' | nc -w 3 127.0.0.1 3128")
+    };
+    let (_, said) = attempt(&session, &connect(format!("127.0.0.1:{refused}"))).await;
+    assert!(said.contains("403") && !said.contains("OTHER"), "{said}");
+    let (_, said) = attempt(&session, &connect("example.com:443".into())).await;
+    assert!(said.contains("403"), "{said}");
+    assert_eq!(
+        output(&session, "echo $HTTPS_PROXY").await,
+        "http://127.0.0.1:3128"
+    );
+    if named {
+        let (_, said) = attempt(&session, &connect(format!("{name}:{allowed}"))).await;
+        assert!(said.contains("200 Connection Established"), "{said}");
+        assert!(said.contains("ALLOWED SERVICE"), "{said}");
+    }
+    session.destroy().await.expect("destroyed");
 }
 
 /// `GET /` on 127.0.0.1:`port`, retried while the server starts.
