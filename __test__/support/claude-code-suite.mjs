@@ -69,7 +69,10 @@ export async function claudeCodeSuite(kind) {
       }
       const home = join(scratch, 'home');
       mkdirSync(home, { recursive: true });
-      const env = { ...suite.world.env, HOME: home, PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' };
+      // Run as root, each sandbox's commands run as a user of its own, who can write only in its
+      // folder: the sandbox's own HOME then (a HOME shared by the sessions would be no one's).
+      const shared = process.getuid?.() === 0 ? {} : { HOME: home };
+      const env = { ...suite.world.env, ...shared, PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' };
       return { local: { root: join(scratch, 'sandboxes'), ports, env, ...(name ? { name } : {}) } };
     },
     provider(ports, name) {
