@@ -167,12 +167,15 @@ async fn records_round_trip_exactly() {
                         approved: false,
                         reason: Some("no".to_owned()),
                     }),
+                    extra: Default::default(),
                 }],
                 tool_calls: vec![PendingToolCall {
                     tool_call_id: "tc2".to_owned(),
                     tool_name: "ask".to_owned(),
                     input: Value::Null,
+                    extra: Default::default(),
                 }],
+                extra: Default::default(),
             }),
             extra,
         },
@@ -1230,7 +1233,9 @@ async fn measure_list_and_get_with_10000_sessions() {
                     tool_call_id: format!("tc{index}"),
                     tool_name: "ask".to_owned(),
                     input: json!({ "question": "which?" }),
+                    extra: Default::default(),
                 }],
+                extra: Default::default(),
             });
         }
         session.summary.usage = usage(index as u64, index as u64 * 2, 0);
