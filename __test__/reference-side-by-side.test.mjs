@@ -78,6 +78,27 @@ describe(`side by side with the reference (${referenceNote})`, () => {
         assert.deepEqual(log, ['create a', 'stop a', 'destroy a', 'create b', 'destroy b', 'stop b', 'destroy b']);
       });
 
+      test('a sharedSandbox() lease gives its view back once, whichever of suspend() and close() come', async () => {
+        const log = [];
+        const shared = createFakeSandbox({});
+        const strategy = api.sharedSandbox({
+          ports: [4100],
+          open: async () => ({
+            ...shared,
+            // A view of the same sandbox (the reference's strategy takes `fork()`'s answer as it is).
+            fork: () => ({ ...shared, release: async () => log.push('release') }),
+          }),
+        });
+        const a = await strategy.acquire('a', { resume: false });
+        await Promise.all([a.suspend(), a.close()]);
+        await a.close();
+        assert.deepEqual(log, ['release']);
+        // Its port is free again.
+        const b = await strategy.acquire('b', { resume: false });
+        await b.close();
+        assert.deepEqual(log, ['release', 'release']);
+      });
+
       for (const approves of [false, true]) {
         test(`approval requests come once their stream ended${approves ? ', then the answers approve gave' : ', without approve'}`, async () => {
           const agent = createFakeAgent({

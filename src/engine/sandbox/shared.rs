@@ -408,7 +408,7 @@ impl SessionSandboxes for SharedSandbox {
                 shared: shared.clone(),
                 lease,
                 sandbox: view.sandbox_ref(),
-                view: Mutex::new(Some(view)),
+                view: tokio::sync::Mutex::new(Some(view)),
             })),
             Err(error) => {
                 // Whatever the release says, the acquire's own failure is the one to report.
@@ -443,17 +443,18 @@ struct SharedLease {
     shared: Arc<Shared>,
     lease: u64,
     sandbox: SandboxRef,
-    /// The view, until it is given back (once: a later `suspend` or `close` does nothing, as the
-    /// reference's lease, which releases once).
-    view: Mutex<Option<Arc<dyn HeldSandbox>>>,
+    /// The view, until it is given back (once: a later `suspend` or `close` waits for that give
+    /// back and does nothing more, as the reference's lease, which releases once).
+    view: tokio::sync::Mutex<Option<Arc<dyn HeldSandbox>>>,
 }
 
 impl SharedLease {
     async fn give_back(&self) -> Result<()> {
-        let Some(view) = lock(&self.view).take() else {
+        let mut view = self.view.lock().await;
+        let Some(taken) = view.take() else {
             return Ok(());
         };
-        self.shared.give_back(self.lease, Some(view)).await
+        self.shared.give_back(self.lease, Some(taken)).await
     }
 }
 
@@ -475,7 +476,7 @@ impl Lease for SharedLease {
 
 impl Drop for SharedLease {
     fn drop(&mut self) {
-        let Some(view) = lock(&self.view).take() else {
+        let Some(view) = self.view.get_mut().take() else {
             return;
         };
         // Dropped without being given back: give the port back all the same.
