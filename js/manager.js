@@ -258,6 +258,8 @@ function createSessionManager(given) {
         return JSON.parse(await holding(manager.exec(id, json(request, 'options'))));
       } catch (error) {
         if (abortSignal?.aborted && isCutBeforeStart(error)) throw abortSignal.reason;
+        // As a message's: a command a shutdown cuts is refused no earlier than the shutdown's end.
+        if (shutdownEnd !== undefined) await shutdownEnd;
         throw fromNative(error);
       } finally {
         if (abortSignal !== undefined) {
