@@ -1,7 +1,9 @@
 // `npm run test:quick`: the inner loop. The engine's Rust tests, the addon's dev build, then the
 // JavaScript tests on this machine's Node, without what needs more than the package itself: no
 // Docker (DOCKER_HOST is set to nothing usable, so the Docker tests skip), no browser, no package
-// install, no real Claude Code. `npm test` stays the whole suite (CI runs it).
+// install, no real Claude Code; and the randomized tests (races, crashes, hostile input, generated
+// streams) run a tenth of their rounds (HARNESS_SESSIONS_QUICK=1). `npm test` stays the whole
+// suite (CI runs it).
 //
 // Names narrow it: `npm run test:quick -- reconnect usechat` runs the JavaScript test files whose
 // names contain one of them, and not the Rust tests; `rust` among them runs the Rust tests too
@@ -34,7 +36,7 @@ if (names.length > 0 && fileNames.length > 0 && files.length === 0) {
   process.exit(1);
 }
 
-const env = { ...process.env, HARNESS_SESSIONS_TEST: '1', DOCKER_HOST: 'none://', HARNESS_SESSIONS_REQUIRE_DOCKER: '0' };
+const env = { ...process.env, HARNESS_SESSIONS_TEST: '1', HARNESS_SESSIONS_QUICK: '1', DOCKER_HOST: 'unix:///nonexistent/harness-sessions-test-quick/docker.sock', HARNESS_SESSIONS_REQUIRE_DOCKER: '0' };
 try {
   ensureDependencies();
   if (rust) run('cargo', ['test', '--target', TARGET, '--no-default-features'], { env });
