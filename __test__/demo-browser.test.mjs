@@ -351,12 +351,38 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     await page.waitForURL(`http://localhost:${port}/`);
     await item('hi from the second').waitFor({ state: 'detached' });
     assert.equal(await page.locator('.session-link').count(), 2);
-    const response = await fetch(`http://127.0.0.1:${port}/api/sessions`);
+    // The page's own requests carry its owner cookie: the browser context's request does too.
+    const response = await page.request.get(`http://localhost:${port}/api/sessions`);
     const left = (await response.json()).map((session) => session.metadata.title).sort();
     assert.equal(left.length, 2);
     assert.match(left[0], /^hello agent, please tell me/);
     assert.equal(left[1], 'run echo kept across restarts');
     await screenshot('deleted');
+  });
+
+  it("refuses another owner's requests for a conversation (403), and lists none of them", async () => {
+    const mine = (await (await page.request.get(`http://localhost:${port}/api/sessions`)).json()).map((session) => session.id);
+    assert.ok(mine.length > 0);
+    const id = mine[0];
+    // Another caller: no cookie, then a forged one.
+    for (const headers of [{}, { cookie: `next-chat-owner=${'0'.repeat(36)}.forged` }]) {
+      const get = (path, init = {}) => fetch(`http://127.0.0.1:${port}${path}`, { ...init, headers: { ...headers, ...init.headers } });
+      assert.deepEqual(await (await get('/api/sessions')).json(), []);
+      assert.equal((await get(`/api/sessions/${id}`)).status, 403);
+      assert.equal((await get(`/api/chat/${id}/stream`)).status, 403);
+      assert.equal((await get(`/api/sessions/${id}/interrupt`, { method: 'POST' })).status, 403);
+      assert.equal((await get(`/api/sessions/${id}/suspend`, { method: 'POST' })).status, 403);
+      assert.equal((await get(`/api/sessions/${id}`, { method: 'DELETE' })).status, 403);
+      const post = await get('/api/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ id, messages: [{ id: 'intruder', role: 'user', parts: [{ type: 'text', text: 'not mine' }] }] }),
+      });
+      assert.equal(post.status, 403);
+    }
+    // Still the owner's, untouched.
+    const session = await (await page.request.get(`http://localhost:${port}/api/sessions/${id}`)).json();
+    assert.ok(!JSON.stringify(session.messages).includes('not mine'));
   });
 
   it('marks a conversation interrupted when the server crashed during its turn', async () => {

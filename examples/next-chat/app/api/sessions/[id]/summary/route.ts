@@ -1,5 +1,6 @@
 import { agentKind } from '@/lib/agent';
 import { errorResponse } from '@/lib/http';
+import { refuseOthers } from '@/lib/owner';
 import { getSessions } from '@/lib/sessions';
 
 export const dynamic = 'force-dynamic';
@@ -34,6 +35,8 @@ function question(): string {
 export async function POST(request: Request, { params }: { params: Promise<{ id: string }> }) {
   const { id } = await params;
   try {
+    const refused = await refuseOthers(request, id);
+    if (refused !== undefined) return refused;
     const turn = await getSessions().send(id, {
       message: question(),
       output: { schema: SUMMARY_SCHEMA, name: 'summary', description: 'A short summary of the conversation.' },
