@@ -299,7 +299,7 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     await page.getByRole('button', { name: 'Suspend now' }).click();
     await expectStatus(page.locator('.chat-header'), 'suspended');
     await expectStatus(item('hi from the second'), 'suspended');
-    await page.getByText('Your next message resumes it.', { exact: false }).waitFor();
+    await page.getByText('Your next message picks it up where it left off.', { exact: false }).waitFor();
     await screenshot('suspended');
     await send('what did I say?');
     await assistant().getByText('Before this, you said: "hi from the second conversation"').waitFor();
@@ -430,7 +430,7 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     await send('/sleep 20000');
     await expectStatus(page.locator('.chat-header'), 'busy');
     await page.getByRole('button', { name: 'Stop' }).click();
-    await assistant().locator('.cut-mark').getByText('The turn was interrupted.', { exact: false }).waitFor({ timeout: 20_000 });
+    await assistant().locator('.cut-mark').getByText('You stopped the answer.', { exact: true }).waitFor({ timeout: 20_000 });
     await settled();
     await expectStatus(page.locator('.chat-header'), 'idle');
     await screenshot('cut-short');

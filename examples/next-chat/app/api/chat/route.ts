@@ -3,7 +3,7 @@ import type { UIMessage } from 'ai';
 import { badRequest, errorResponse } from '@/lib/http';
 import { textOf } from '@/lib/messages';
 import { notYours, ownerFor, owns, withOwnerCookie } from '@/lib/owner';
-import { getSessions, titleOf } from '@/lib/sessions';
+import { getSessions, isDeleted, serverInfo, titleOf } from '@/lib/sessions';
 
 export const dynamic = 'force-dynamic';
 
@@ -36,7 +36,10 @@ export async function POST(request: Request) {
   const sessions = getSessions();
   const { owner, setCookie } = ownerFor(request);
   try {
-    const session = (await sessions.get(id)) ?? (await sessions.create({ id, metadata: { title: titleOf(textOf(message)), owner } }));
+    if (isDeleted(id)) return withOwnerCookie(Response.json({ error: 'This conversation was deleted.', code: 'GONE' }, { status: 410 }), setCookie);
+    const session =
+      (await sessions.get(id)) ??
+      (await sessions.create({ id, metadata: { title: titleOf(textOf(message)), owner, agent: serverInfo().agent } }));
     if (!owns(owner, session.metadata)) return withOwnerCookie(notYours(), setCookie);
     const turn =
       message.role === 'assistant'

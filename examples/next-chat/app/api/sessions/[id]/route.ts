@@ -1,6 +1,6 @@
 import { errorResponse } from '@/lib/http';
 import { notYours, ownerOf, owns } from '@/lib/owner';
-import { getSessions } from '@/lib/sessions';
+import { getSessions, markDeleted } from '@/lib/sessions';
 
 export const dynamic = 'force-dynamic';
 
@@ -28,6 +28,7 @@ export async function DELETE(request: Request, { params }: Context) {
     const session = await getSessions().get(id);
     if (session !== undefined && !owns(ownerOf(request), session.metadata)) return notYours();
     await getSessions().delete(id);
+    markDeleted(id);
     return new Response(null, { status: 204 });
   } catch (error) {
     return errorResponse(error);

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+
 import { agentKind } from '@/lib/agent';
 import { errorResponse } from '@/lib/http';
 import { refuseOthers } from '@/lib/owner';
@@ -37,8 +39,10 @@ export async function POST(request: Request, { params }: { params: Promise<{ id:
   try {
     const refused = await refuseOthers(request, id);
     if (refused !== undefined) return refused;
+    // The question is the application's, not the user's words: marked hidden, the page leaves it out.
+    const message = { id: `summary-${randomUUID()}`, role: 'user' as const, parts: [{ type: 'text' as const, text: question() }], metadata: { hidden: 'summary' } };
     const turn = await getSessions().send(id, {
-      message: question(),
+      message,
       output: { schema: SUMMARY_SCHEMA, name: 'summary', description: 'A short summary of the conversation.' },
       abortSignal: request.signal,
     });
