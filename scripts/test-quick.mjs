@@ -24,7 +24,7 @@ const fileNames = names.filter((name) => name !== 'rust');
 
 /** What the quick loop leaves to `npm test`: Docker, browsers, packages, the real Claude Code. */
 const slow = (name) =>
-  /^(package-(?!boundary)|claude-code-|sandbox-docker|demo-browser)/.test(name);
+  /^(package-(?!boundary)|claude-code-|sandbox-docker|demo-)/.test(name);
 
 const files = readdirSync(new URL('../__test__/', import.meta.url))
   .filter((name) => name.endsWith('.test.mjs') && !slow(name))
