@@ -440,9 +440,9 @@ function MessageView({
       {message.parts.map((part, index) => {
         if (part.type === 'text') {
           return (
-            <p key={index} className="assistant-text">
-              <RichText text={part.text} />
-            </p>
+            <div key={index} className="assistant-text">
+              <RichText text={part.text} streaming={!settled} />
+            </div>
           );
         }
         if (part.type === 'reasoning') {
