@@ -439,4 +439,99 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     await assistant().locator('.cut-mark').waitFor();
     assert.deepEqual(pageErrors, []);
   });
+  it('is a chat people copy: Send safe under a double click, panels dismissed, no borrowed words, live regions, AA contrast light and dark, 360 px to desktop, deleted not writable', async () => {
+    await newConversation();
+    // A double click on Send: the second click lands beside Stop, never on it.
+    await composer().fill('/sleep 1500');
+    await page.getByRole('button', { name: 'Send' }).dblclick();
+    await settled();
+    assert.equal(await assistant().locator('.cut-mark').count(), 0, 'the answer was not stopped');
+    await assistant().getByText('I slept for 1500 ms.').waitFor();
+    // Screen readers hear the answer once it is complete.
+    await page.locator('[data-live="answer"]').getByText('The agent answered', { exact: false }).waitFor();
+    assert.equal(await page.locator('[data-live="needs-you"]').count(), 1);
+
+    // The test run: "no tests", said so, and dismissed.
+    await page.getByRole('button', { name: 'Run tests' }).click();
+    await page.locator('[data-test-run] strong').getByText('No tests to run: this folder has no package.json.', { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Dismiss the test run' }).click();
+    await page.locator('[data-test-run]').waitFor({ state: 'detached' });
+    // The summary: the application's question is not shown as the user's words.
+    const userBubbles = await page.locator('.message-user').count();
+    await page.getByRole('button', { name: 'Summarise as JSON' }).click();
+    await page.locator('[data-summary]').waitFor({ timeout: 20_000 });
+    assert.equal(await page.locator('.message-user').count(), userBubbles);
+    assert.equal(await page.locator('.message-user', { hasText: '/say' }).count(), 0);
+    await page.getByRole('button', { name: 'Dismiss the summary' }).click();
+    await page.locator('[data-summary]').waitFor({ state: 'detached' });
+
+    // No API names or harness wording anywhere on the page.
+    const text = await page.locator('body').innerText();
+    for (const word of ['continue()', 'harness session', 'Lifecycle state', 'network error']) assert.ok(!text.includes(word), word);
+
+    // WCAG AA: every text of the sidebar and the header against the background it sits on.
+    const contrasts = () =>
+      page.evaluate(() => {
+        const rgb = (value) => (value.match(/[\d.]+/g) ?? []).map(Number);
+        const lum = ([r, g, b]) => {
+          const f = (c) => ((c /= 255) <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4);
+          return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+        };
+        const background = (element) => {
+          for (let e = element; e; e = e.parentElement) {
+            const c = rgb(getComputedStyle(e).backgroundColor);
+            if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3);
+          }
+          return [255, 255, 255];
+        };
+        const low = [];
+        for (const element of document.querySelectorAll('.sidebar *, .chat-header *, .composer *, .message *')) {
+          const own = [...element.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim() !== '');
+          if (!own || element.closest('.sr-only')) continue;
+          const style = getComputedStyle(element);
+          if (style.visibility === 'hidden' || style.display === 'none' || element.closest('button:disabled')) continue;
+          const [a, b] = [lum(rgb(style.color).slice(0, 3)), lum(background(element))].sort((x, y) => y - x);
+          const ratio = (a + 0.05) / (b + 0.05);
+          if (ratio < 4.5) low.push(`${element.className || element.tagName}: ${ratio.toFixed(2)} "${element.textContent.trim().slice(0, 30)}"`);
+        }
+        return low;
+      });
+    assert.deepEqual(await contrasts(), []);
+    await screenshot('chat-light');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    const dark = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    assert.notEqual(dark, 'rgb(251, 251, 250)', 'dark mode follows the system');
+    assert.deepEqual(await contrasts(), []);
+    await screenshot('chat-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
+
+    // Phone widths: nothing wider than the screen.
+    for (const width of [360, 390]) {
+      await page.setViewportSize({ width, height: 780 });
+      const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+      assert.ok(wide <= width, `${wide} px wide at ${width} px`);
+      // And nothing cut off: the header, its buttons, the messages and the composer fit the screen.
+      const outside = await page.evaluate((w) => {
+        const selectors = ['.chat-header', '.chat-actions .button', '.message-user .bubble', '.composer-box', '.session-link', '.send-group .button'];
+        return selectors.flatMap((selector) =>
+          [...document.querySelectorAll(selector)].filter((e) => e.getBoundingClientRect().right > w + 1).map((e) => `${selector}: ${Math.round(e.getBoundingClientRect().right)}`),
+        );
+      }, width);
+      assert.deepEqual(outside, []);
+      await page.getByRole('button', { name: 'Send' }).waitFor();
+      await screenshot(`phone-${width}`);
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+
+    // Deleted, then the browser's Back: shown, never writable.
+    const url = page.url();
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('button', { name: 'Delete for good?' }).click();
+    await page.waitForURL(`http://localhost:${port}/`);
+    await page.goBack();
+    await page.waitForURL(url);
+    await page.getByText('This conversation was deleted', { exact: false }).waitFor();
+    assert.equal(await composer().isDisabled(), true);
+    assert.deepEqual(pageErrors, []);
+  });
 });
