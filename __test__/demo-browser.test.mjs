@@ -499,11 +499,14 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     assert.deepEqual(await contrasts(), []);
     await screenshot('chat-light');
     await page.emulateMedia({ colorScheme: 'dark' });
+    // The buttons' colours ease in (120 ms): let them land before reading or shooting them.
+    await page.waitForTimeout(400);
     const dark = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
     assert.notEqual(dark, 'rgb(251, 251, 250)', 'dark mode follows the system');
     assert.deepEqual(await contrasts(), []);
     await screenshot('chat-dark');
     await page.emulateMedia({ colorScheme: 'light' });
+    await page.waitForTimeout(400);
 
     // Phone widths: nothing wider than the screen.
     for (const width of [360, 390]) {
@@ -519,6 +522,7 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
       }, width);
       assert.deepEqual(outside, []);
       await page.getByRole('button', { name: 'Send' }).waitFor();
+      await page.waitForTimeout(200);
       await screenshot(`phone-${width}`);
     }
     await page.setViewportSize({ width: 1280, height: 800 });
