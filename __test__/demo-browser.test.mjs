@@ -257,6 +257,10 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     await card.getByRole('button', { name: 'Deny' }).click();
     // The code span is set in monospace: `touch denied.txt` loses its backquotes.
     await assistant().getByText('Running touch denied.txt was denied (Denied in the chat.).').waitFor();
+    // Shown as a denial, not as a failure.
+    const denied = page.locator('.tool-card[data-denied="true"]').last();
+    await denied.locator('.tool-state').getByText('Denied', { exact: true }).waitFor();
+    await denied.getByText('You denied this: it did not run.').waitFor();
     await settled();
     assert.equal(await card.locator('.tool-state').textContent(), 'Denied');
     await expectStatus(page.locator('.chat-header'), 'idle');
@@ -340,6 +344,9 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     await card.getByRole('button', { name: 'Approve' }).click();
     await assistant().getByText('exited with 0: kept across restarts', { exact: false }).waitFor();
     await settled();
+    // The card answered before the restart says it was replaced by the run after it: one "Done".
+    await page.locator('.tool-card[data-superseded="true"] .tool-state').getByText('Replaced', { exact: true }).waitFor();
+    assert.equal(await page.locator('.tool-card[data-tool="bash"] .tool-state', { hasText: 'Done' }).count(), 1);
     await expectStatus(item('run echo kept'), 'idle');
     await screenshot('approved-after-restart');
   });
