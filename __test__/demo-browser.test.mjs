@@ -545,4 +545,18 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     assert.equal(await composer().isDisabled(), true);
     assert.deepEqual(pageErrors, []);
   });
+  it('tells the user when a conversation is paused to make room (4 live at once)', async () => {
+    for (let n = 1; n <= 5; n++) {
+      await newConversation();
+      await send(`room ${n}`);
+      await assistant().getByText(`You said: room ${n}`).waitFor({ timeout: 20_000 });
+      await settled();
+    }
+    const notice = page.locator('[data-notice="paused"]').first();
+    await notice.getByText('was paused to make room for another conversation', { exact: false }).waitFor({ timeout: 20_000 });
+    await screenshot('paused-to-make-room');
+    await notice.getByRole('button', { name: 'Dismiss' }).click();
+    await notice.waitFor({ state: 'detached' });
+    assert.deepEqual(pageErrors, []);
+  });
 });
