@@ -555,8 +555,13 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     const notice = page.locator('[data-notice="paused"]').first();
     await notice.getByText('was paused to make room for another conversation', { exact: false }).waitFor({ timeout: 20_000 });
     await screenshot('paused-to-make-room');
-    await notice.getByRole('button', { name: 'Dismiss' }).click();
-    await notice.waitFor({ state: 'detached' });
+    // Each paused conversation has its notice: each is dismissed.
+    const notices = page.locator('[data-notice="paused"]');
+    for (let left = await notices.count(); left > 0; left--) {
+      await notices.first().getByRole('button', { name: 'Dismiss' }).click();
+      await page.waitForFunction((n) => document.querySelectorAll('[data-notice="paused"]').length < n, left);
+    }
+    assert.equal(await notices.count(), 0);
     assert.deepEqual(pageErrors, []);
   });
 });
