@@ -1156,6 +1156,7 @@ fn millis(duration: Duration) -> f64 {
 }
 
 #[tokio::test]
+#[ignore = "a measure: npm run bench runs it (figure engine)"]
 async fn measure_saves_of_a_20_message_record_with_one_changed_message() {
     let dir = TempDir::new().expect("temp dir");
     let store = open(&db_path(&dir)).await;
@@ -1184,6 +1185,7 @@ async fn measure_saves_of_a_20_message_record_with_one_changed_message() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a measure: npm run bench runs it (figure engine)"]
 async fn measure_concurrent_saves() {
     let dir = TempDir::new().expect("temp dir");
     let store = Arc::new(open(&db_path(&dir)).await);
@@ -1214,6 +1216,7 @@ async fn measure_concurrent_saves() {
 }
 
 #[tokio::test]
+#[ignore = "a measure: npm run bench runs it (figure engine)"]
 async fn measure_list_and_get_with_10000_sessions() {
     let dir = TempDir::new().expect("temp dir");
     let store = open(&db_path(&dir)).await;
@@ -1492,7 +1495,7 @@ async fn a_damaged_row_written_by_another_connection_is_set_aside_then_listed_on
 }
 
 #[tokio::test]
-#[ignore = "a measure, run by hand"]
+#[ignore = "a measure: npm run bench runs it (figure engine)"]
 async fn measure_list_json() {
     let dir = TempDir::new().unwrap();
     let store = open(&db_path(&dir)).await;
