@@ -361,7 +361,12 @@ export interface DockerSandboxOptions {
   workingDirectory?: string;
   /** The user's `HOME`. Default: `/home/sandbox`. */
   home?: string;
-  /** The ports of each sandbox (host networking, reached on 127.0.0.1). Default: none, and no network. */
+  /**
+   * The ports of each sandbox, listened on inside. The container keeps no network: each port is
+   * reached on a port of the host's loopback picked for that sandbox (`getPortEndpoint()` gives
+   * it), forwarded through the container's network namespace (needs root and the engine on this
+   * host). Default: none.
+   */
   ports?: number[];
   env?: Record<string, string>;
   /** Default: 1. */
@@ -370,8 +375,19 @@ export interface DockerSandboxOptions {
   memory?: number | string;
   /** Processes at once, 8 or more. Default: 256. */
   pids?: number;
-  /** Default: `'none'` without ports, `'host'` with. */
+  /**
+   * Default: `'none'` (ports or not). `'host'` puts the container on the host's network: it then
+   * reaches every service of the host's loopback (other sessions' ports, local databases, this
+   * server's routes). A risk; only for trusted code.
+   */
   network?: 'none' | 'host';
+  /**
+   * The only hosts the sandbox reaches, for the harness's model API: `'api.anthropic.com'` (port
+   * 443) or `'host:port'`, through an HTTP CONNECT proxy of this server set as the container's
+   * `HTTPS_PROXY`; `'127.0.0.1:port'` forwards that port of the container's loopback to the same
+   * port of the host's. Default: none (no way out).
+   */
+  allowedHosts?: string[];
 }
 
 /** A container per session on a Docker Engine. */

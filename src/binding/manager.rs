@@ -209,6 +209,8 @@ struct EndArgs {
     /// Whether the harness session holds an unfinished turn once the stream ended, which the
     /// engine asks next; absent when it could not be read.
     unfinished: Option<bool>,
+    #[serde(default)]
+    caller_aborted: bool,
 }
 
 /// The session manager, as `index.js` drives it.
@@ -600,6 +602,7 @@ impl NativeManager {
         feed.report(TurnReport::End(TurnEnd {
             usage: args.usage,
             failure,
+            caller_aborted: args.caller_aborted,
         }))
     }
 
