@@ -280,6 +280,14 @@ export declare function __panicForTests(inFuture: boolean): Promise<Settled<unde
  */
 export declare function accumulateUiMessage(inputMessageJson: string | undefined | null, chunksJson: string, withSnapshots?: boolean | undefined | null): string
 
+/**
+ * Checks the JSON text of one chunk of an agent's stream before any client is sent it: `null`
+ * when the engine takes it as it is, else what is wrong with it (not JSON, nested past
+ * `MAX_CHUNK_DEPTH`, a field of the wrong type). The turn's pump (`js/chunks.js`) asks it of every
+ * chunk but the plain deltas, so that the client and the stored reply agree chunk for chunk.
+ */
+export declare function checkChunk(chunkJson: string): string | null
+
 /** A command, as `run` and `spawn` take it. */
 export interface CommandInit {
   /** The shell command line. */

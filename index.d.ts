@@ -600,12 +600,28 @@ export declare function getHarnessErrorMessage(error: unknown): string;
 /** Every error of the package. `isInstance()` recognizes one from any copy of the package. */
 export declare class SessionError extends Error {
   constructor(message: string, options?: { cause?: unknown });
-  /** A stable string: what went wrong, for programs. */
+  /**
+   * A stable string: what went wrong, for programs. A plain `SessionError` has `SESSION_ERROR`, or
+   * `SESSION_CHUNK`: a chunk of the agent's stream could not be carried (a `BigInt`, a cycle, a
+   * getter that throws, nesting past 100 levels, a field of the wrong type), and ended its turn
+   * alone; see {@link SessionChunkError}.
+   */
   readonly code: string;
   /** The HTTP status an API answers with. */
   readonly statusCode: number;
   static isInstance(error: unknown): error is SessionError;
 }
+
+/**
+ * What `onError` is given (action `'turn'`) when a chunk of the agent's stream cannot be carried:
+ * a `SessionError` whose `code` is `SESSION_CHUNK`. The turn ends there, its client sent an
+ * `error` chunk and its reply stored as far as the client read it; every other turn goes on.
+ */
+export type SessionChunkError = SessionError & {
+  readonly code: 'SESSION_CHUNK';
+  /** The `type` of the chunk at fault, when it had a string one. */
+  readonly chunkType?: string;
+};
 
 /**
  * No session has this id (404). Its `isInstance()`, and those of the classes below, also recognise

@@ -77,7 +77,9 @@ function createSessionManager(given) {
   };
 
   let manager;
-  const turns = new Turns(() => manager, clientMessage, options.reconnectBufferChunks);
+  const turns = new Turns(() => manager, clientMessage, options.reconnectBufferChunks, (error, sessionId) =>
+    reportError(error, sessionId === undefined ? { action: 'turn' } : { action: 'turn', sessionId }),
+  );
   // sharedSandbox() and sandboxPerSession() are strategies in Rust: the manager uses them directly.
   const nativeSandboxes = nativeSandboxesOf(options.sandboxes);
   const host = createHost({
@@ -133,7 +135,7 @@ function createSessionManager(given) {
 
   async function startTurn(id, abortSignal, asksOutput, begin) {
     need(abortSignal === undefined || abortSignal instanceof AbortSignal, 'abortSignal', 'abortSignal must be an AbortSignal');
-    const turn = turns.open(abortSignal, asksOutput);
+    const turn = turns.open(abortSignal, asksOutput, id);
     // A message waiting for a command of exec() (or a preparing session) is cut by its signal.
     const cut = () => manager.cancelWaiting(turn.turnId);
     if (abortSignal !== undefined) {

@@ -12,6 +12,8 @@
 const { keeper, SessionOutputError } = require('./errors.js');
 const { hold } = require('./keep-alive.js');
 const { ReadAhead } = require('./read-ahead.js');
+const { CHUNK_ERROR_CODE, encodeChunk, jsonText, plainDelta, wellFormedDelta } = require('./chunks.js');
+const { checkChunk } = require('./native.js');
 
 /** The most chunks a batch holds before it is reported. */
 const BATCH = 512;
@@ -33,6 +35,7 @@ class Turns {
   /** The turn under way of each session, by session id, for `reconnect()`. */
   #live = new Map();
   #bufferChunks;
+  #report;
   #next = 1;
 
   /**
@@ -40,11 +43,14 @@ class Turns {
    * @param {(error: unknown) => string} clientMessage what a client is told of an error
    *   (`clientMessenger()` of `js/harness-errors.js`)
    * @param {number} [bufferChunks] the chunks of a turn kept as they are for `reconnect()`
+   * @param {(error: unknown, sessionId: string | undefined) => void} [report] told of a chunk
+   *   that ended its turn (the application's `onError`, action `turn`)
    */
-  constructor(native, clientMessage, bufferChunks = DEFAULT_RECONNECT_BUFFER_CHUNKS) {
+  constructor(native, clientMessage, bufferChunks = DEFAULT_RECONNECT_BUFFER_CHUNKS, report = () => {}) {
     this.#native = native;
     this.#clientMessage = clientMessage;
     this.#bufferChunks = bufferChunks;
+    this.#report = report;
   }
 
   /** A number no turn under way has: for a command of `exec()`, which shares their numbering. */
@@ -58,8 +64,9 @@ class Turns {
    * A new turn's number and client stream, before the engine starts it.
    * @param {AbortSignal} [callerSignal] the caller's signal: the agent's is it combined with ours
    * @param {boolean} [asksOutput] whether the turn asks a structured answer (`output`)
+   * @param {string} [owner] the session whose turn it is, for what is reported of it
    */
-  open(callerSignal, asksOutput = false) {
+  open(callerSignal, asksOutput = false, owner = undefined) {
     const turnId = this.#next;
     this.#next = this.#next >= 0xfffffffe ? 1 : this.#next + 1;
     const turn = {
@@ -73,6 +80,7 @@ class Turns {
       rejectDone: undefined,
       release: hold(),
       sessionId: undefined,
+      owner,
       replay: new Replay(this.#bufferChunks),
       followers: new Set(),
     };
@@ -210,35 +218,59 @@ class Turns {
         return this.#clientMessage(error);
       },
     });
-    void this.#pump(turn, stream, result, { dropStart, holdApprovals }, () => failure);
+    this.#pump(turn, stream, result, { dropStart, holdApprovals }, () => failure).catch((error) =>
+      this.#pumpFailed(turn.turnId, error),
+    );
   }
 
   async #pump(turn, stream, result, { dropStart, holdApprovals }, failureOf) {
     const native = this.#native();
     const { turnId } = turn;
+    // Each chunk's JSON text (see `js/chunks.js`), or the merged delta it ends with (see `MERGED`):
+    // the next delta of the same part is joined into it.
     let batch = [];
     let counted = 0;
-    // The delta the batch ends with, when it is one of ours (see `MERGED`): the next delta of the
-    // same part is joined into it.
     let merged;
     let scheduled = false;
+    let thrown;
     const flush = () => {
       scheduled = false;
       if (batch.length === 0) return;
-      const json = JSON.stringify(batch);
+      let json = '[';
+      for (let i = 0; i < batch.length; i++) {
+        const item = batch[i];
+        if (i > 0) json += ',';
+        json += typeof item === 'string' ? item : JSON.stringify(item);
+      }
+      json += ']';
       batch = [];
       counted = 0;
       merged = undefined;
       native.feed(turnId, json);
     };
-    let thrown;
+    // Run by `setImmediate`: nothing it throws may reach the event loop.
+    const flushSoon = () => {
+      try {
+        flush();
+      } catch (error) {
+        thrown ??= error;
+      }
+    };
     let reader;
     try {
       reader = new ReadAhead(stream);
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
-        const type = value.type;
+        let chunk = value;
+        let type;
+        let json;
+        if (chunk !== null && typeof chunk === 'object' && MERGED[(type = chunk.type)] === true && plainDelta(chunk)) {
+          chunk = wellFormedDelta(chunk);
+        } else {
+          ({ chunk, json } = encodeChunk(chunk, checkChunk));
+          type = chunk.type;
+        }
         // `finish` and `abort` are sent by the engine at the end (after the metadata of a cut
         // reply); approval requests, when `approve` answers them first, with their answers.
         const held =
@@ -246,38 +278,57 @@ class Turns {
           type === 'abort' ||
           (dropStart && type === 'start') ||
           (holdApprovals && type === 'tool-approval-request');
-        if (!held && !turn.closed) this.#emit(turn, value);
-        if (MERGED[type] === true && typeof value.delta === 'string' && plainDelta(value)) {
-          if (merged !== undefined && merged.type === type && merged.id === value.id) merged.delta += value.delta;
-          else batch.push((merged = { type, id: value.id, delta: value.delta }));
+        if (!held && !turn.closed) this.#emit(turn, chunk);
+        if (json === undefined) {
+          if (merged !== undefined && merged.type === type && merged.id === chunk.id) merged.delta += chunk.delta;
+          else batch.push((merged = { type, id: chunk.id, delta: chunk.delta }));
         } else {
           merged = undefined;
-          batch.push(value);
+          batch.push(json);
         }
         if (++counted >= BATCH) flush();
         else if (!scheduled) {
           scheduled = true;
-          setImmediate(flush);
+          setImmediate(flushSoon);
         }
       }
     } catch (error) {
       thrown = error;
     }
-    reader?.stop();
-    try {
-      flush();
-    } catch (error) {
-      thrown ??= error;
+    if (thrown !== undefined && reader !== undefined) {
+      // The turn ends here: the agent's stream is not read further.
+      reader.cancel(thrown).catch(() => {});
+      if (thrown?.code === CHUNK_ERROR_CODE) {
+        try {
+          this.#report(thrown, turn.owner);
+        } catch {}
+      }
+    } else {
+      reader?.stop();
     }
+    flushSoon();
     const failure = failureOf() ?? thrown;
-    const end = { usage: await usageOf(result) };
+    const usage = await usageOf(result);
+    const end = {};
     if (failure !== undefined) {
       end.error = { message: messageOf(failure), origin: keeper.keep(failure) };
       if (thrown !== undefined && failureOf() === undefined && !turn.closed) {
         this.#emit(turn, { type: 'error', errorText: this.#clientMessage(thrown) });
       }
     }
-    native.feedEnd(turnId, JSON.stringify(end));
+    // A usage JSON cannot carry (a cycle) is left out rather than the end lost.
+    native.feedEnd(turnId, jsonText({ usage, ...end }) ?? jsonText(end));
+  }
+
+  /**
+   * The pump itself failed (the engine refused its end): the turn is ended with `error` as far as
+   * can be, and nothing reaches the event loop.
+   */
+  #pumpFailed(turnId, error) {
+    try {
+      const end = { error: { message: messageOf(error), origin: keeper.keep(error) } };
+      this.#native().feedEnd(turnId, jsonText(end) ?? '{}');
+    } catch {}
   }
 
   /** Chunks the engine sends the client of turn `turnId`. */
@@ -388,14 +439,6 @@ function compact(chunks) {
   return out;
 }
 
-/** Whether delta `chunk` has no field but `type`, `id` and `delta`: one that can be joined. */
-function plainDelta(chunk) {
-  for (const key in chunk) {
-    if (key !== 'type' && key !== 'id' && key !== 'delta') return false;
-  }
-  return true;
-}
-
 /** The turn's `totalUsage`, when it settles soon after the stream: the agent may never settle it. */
 async function usageOf(result) {
   let timer;
@@ -417,12 +460,16 @@ function plainUsage(usage) {
 }
 
 function messageOf(error) {
-  if (error instanceof Error) return error.message;
-  if (typeof error === 'string') return error;
   try {
+    if (error instanceof Error) return String(error.message);
+    if (typeof error === 'string') return error;
     return JSON.stringify(error) ?? String(error);
   } catch {
-    return String(error);
+    try {
+      return String(error);
+    } catch {
+      return 'The turn failed.';
+    }
   }
 }
 
