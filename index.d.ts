@@ -420,6 +420,14 @@ export interface SessionManagerOptions<METADATA> {
    * `interrupted`), and `shutdown()` for writes the store refused. Default: 10,000 ms.
    */
   windDownMs?: number;
+  /**
+   * How long any one call into a store written in JavaScript (`save`, `get`, `list`,
+   * `getResumeState`, `delete`) may take before it counts as failed (a write then kept in memory
+   * and tried again, as a refused one). At `shutdown()` every call is bounded by `windDownMs`
+   * instead. A record `get()` gives for another id is refused; a `list()` entry that is not a
+   * summary is set aside and reported to `onError` (action `read`) once. Default: 30,000 ms.
+   */
+  storeTimeoutMs?: number;
   /** When every sandbox slot is taken, suspend the session idle the longest. Default: `true`. */
   suspendIdleWhenFull?: boolean;
   /** Answers approvals before anyone sees them; `undefined` leaves one to a person. */
