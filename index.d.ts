@@ -446,6 +446,13 @@ export interface SessionManagerOptions<METADATA> {
    * compacted (the deltas of each part joined). Default: 20,000.
    */
   reconnectBufferChunks?: number;
+  /**
+   * The bytes (about: each chunk's JSON) queued for any one reader of a turn that is not reading
+   * (its `stream`, a `reconnect()`, a `toUIMessageStreamResponse()` body): past it that reader is
+   * ended with a `SessionError` of code `SESSION_READER_BEHIND`, its queue let go of; the turn and
+   * its other readers go on (`reconnect()` reads it again). Default: 16 MiB.
+   */
+  readerBufferBytes?: number;
 }
 
 /** A user message: `useChat`'s last message, or its text. */

@@ -53,7 +53,14 @@ function checkOptions(given) {
   }
   const options = data({ ...rest, sandboxes: { capacity } }, '');
   const settings = json({ options, approves: functions.approve !== undefined }, 'options');
-  return { ...functions, sandboxes, store, reconnectBufferChunks: options.reconnectBufferChunks, settings };
+  return {
+    ...functions,
+    sandboxes,
+    store,
+    reconnectBufferChunks: options.reconnectBufferChunks,
+    readerBufferBytes: options.readerBufferBytes,
+    settings,
+  };
 }
 
 /**
@@ -77,9 +84,12 @@ function createSessionManager(given) {
   };
 
   let manager;
-  const turns = new Turns(() => manager, clientMessage, options.reconnectBufferChunks, (error, sessionId) =>
-    reportError(error, sessionId === undefined ? { action: 'turn' } : { action: 'turn', sessionId }),
-  );
+  const turns = new Turns(() => manager, clientMessage, {
+    bufferChunks: options.reconnectBufferChunks,
+    readerBytes: options.readerBufferBytes,
+    report: (error, sessionId) =>
+      reportError(error, sessionId === undefined ? { action: 'turn' } : { action: 'turn', sessionId }),
+  });
   // sharedSandbox() and sandboxPerSession() are strategies in Rust: the manager uses them directly.
   const nativeSandboxes = nativeSandboxesOf(options.sandboxes);
   const host = createHost({

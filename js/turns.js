@@ -9,7 +9,7 @@
  * the turn ends: the pump holds `finish` back, and the engine sends it once the session is written.
  */
 
-const { keeper, SessionOutputError } = require('./errors.js');
+const { keeper, SessionError, SessionOutputError } = require('./errors.js');
 const { hold } = require('./keep-alive.js');
 const { ReadAhead } = require('./read-ahead.js');
 const { CHUNK_ERROR_CODE, encodeChunk, jsonText, plainDelta, wellFormedDelta } = require('./chunks.js');
@@ -28,6 +28,45 @@ const MERGED = { 'text-delta': true, 'reasoning-delta': true };
 /** The chunks of a live turn kept for `reconnect()` before they are compacted: see `Replay`. */
 const DEFAULT_RECONNECT_BUFFER_CHUNKS = 20_000;
 
+/** The bytes queued for one reader that is not reading before it is ended: 16 MiB. */
+const DEFAULT_READER_BUFFER_BYTES = 16 * 1024 * 1024;
+
+/** The code of the error a reader that fell too far behind is ended with. */
+const READER_BEHIND_CODE = 'SESSION_READER_BEHIND';
+
+/** How long a reader far behind may read nothing before the turn stops waiting for it. */
+const STALL_MS = 1000;
+
+/** The readers that stopped reading while far behind: the turn does not wait for them again. */
+const STALLED = new WeakSet();
+
+/** The size in bytes of chunks whose JSON the pump wrote (the others are estimated). */
+const SIZES = new WeakMap();
+
+/**
+ * About the bytes `chunk` holds: its JSON's length when the pump wrote it, else its delta's and a
+ * little. The queuing strategy of every reader of a turn counts with it.
+ */
+function chunkBytes(chunk) {
+  const size = SIZES.get(chunk);
+  if (size !== undefined) return size;
+  const delta = chunk?.delta;
+  return typeof delta === 'string' ? delta.length + 48 : 256;
+}
+
+/** Each reader of a turn queues its chunks counted in bytes: `desiredSize` is minus its backlog. */
+const READER_STRATEGY = { highWaterMark: 0, size: chunkBytes };
+
+/** The error a reader `bound` bytes behind is ended with. */
+function readerBehind(bound) {
+  const error = new SessionError(
+    `This reader of the turn fell more than ${bound} bytes behind (readerBufferBytes) and was ended; the turn goes on: reconnect to read it again.`,
+  );
+  error.code = READER_BEHIND_CODE;
+  error.statusCode = 503;
+  return error;
+}
+
 class Turns {
   #native;
   #clientMessage;
@@ -35,6 +74,7 @@ class Turns {
   /** The turn under way of each session, by session id, for `reconnect()`. */
   #live = new Map();
   #bufferChunks;
+  #readerBytes;
   #report;
   #next = 1;
 
@@ -42,14 +82,22 @@ class Turns {
    * @param {() => any} native the `NativeManager`, once it exists
    * @param {(error: unknown) => string} clientMessage what a client is told of an error
    *   (`clientMessenger()` of `js/harness-errors.js`)
-   * @param {number} [bufferChunks] the chunks of a turn kept as they are for `reconnect()`
-   * @param {(error: unknown, sessionId: string | undefined) => void} [report] told of a chunk
-   *   that ended its turn (the application's `onError`, action `turn`)
+   * @param {object} [options]
+   * @param {number} [options.bufferChunks] the chunks of a turn kept as they are for `reconnect()`
+   * @param {number} [options.readerBytes] the bytes queued for one reader that does not read,
+   *   past which it is ended (`readerBufferBytes`)
+   * @param {(error: unknown, sessionId: string | undefined) => void} [options.report] told of a
+   *   chunk that ended its turn (the application's `onError`, action `turn`)
    */
-  constructor(native, clientMessage, bufferChunks = DEFAULT_RECONNECT_BUFFER_CHUNKS, report = () => {}) {
+  constructor(
+    native,
+    clientMessage,
+    { bufferChunks = DEFAULT_RECONNECT_BUFFER_CHUNKS, readerBytes = DEFAULT_READER_BUFFER_BYTES, report = () => {} } = {},
+  ) {
     this.#native = native;
     this.#clientMessage = clientMessage;
     this.#bufferChunks = bufferChunks;
+    this.#readerBytes = readerBytes;
     this.#report = report;
   }
 
@@ -83,6 +131,8 @@ class Turns {
       owner,
       replay: new Replay(this.#bufferChunks),
       followers: new Set(),
+      /** The readers more than half their bound behind, since the last chunk. */
+      behind: new Set(),
     };
     // A client that cancels only stops reading: the turn goes on, for the readers that
     // reconnect and for the store.
@@ -93,7 +143,7 @@ class Turns {
       cancel: () => {
         turn.gone = true;
       },
-    });
+    }, READER_STRATEGY);
     turn.done = new Promise((resolve, reject) => {
       turn.resolveDone = resolve;
       turn.rejectDone = reject;
@@ -140,22 +190,72 @@ class Turns {
       cancel: () => {
         turn.followers.delete(own);
       },
-    });
+    }, READER_STRATEGY);
+    if (own.desiredSize < -this.#readerBytes) {
+      // Its replay alone is past the bound: it starts ended, rather than holding all of it.
+      turn.followers.delete(own);
+      own.error(readerBehind(this.#readerBytes));
+    }
     return { stream, done: turn.done, output: turn.output };
   }
 
   /** Sends `chunk` to every reader of the turn and keeps it for those that reconnect. */
   #emit(turn, chunk) {
-    if (!turn.gone) turn.controller.enqueue(chunk);
+    const bound = -this.#readerBytes;
+    const half = bound / 2;
+    if (!turn.gone) {
+      const client = turn.controller;
+      client.enqueue(chunk);
+      if (client.desiredSize < half && !STALLED.has(client)) turn.behind.add(client);
+      if (client.desiredSize < bound) {
+        // A client that does not read is ended, not kept: the turn goes on for the others.
+        turn.gone = true;
+        try {
+          client.error(readerBehind(this.#readerBytes));
+        } catch {}
+      }
+    }
     turn.replay.push(chunk);
     if (turn.followers.size === 0) return;
     for (const follower of turn.followers) {
       try {
         follower.enqueue(chunk);
+        if (follower.desiredSize < half && !STALLED.has(follower)) turn.behind.add(follower);
+        if (follower.desiredSize < bound) {
+          turn.followers.delete(follower);
+          follower.error(readerBehind(this.#readerBytes));
+        }
       } catch {
         turn.followers.delete(follower);
       }
     }
+  }
+
+  /**
+   * Waits while a reader of the turn is more than half its bound behind and still reading: the
+   * agent's stream is then read no faster than that reader (a fast agent does not outrun a client
+   * reading at the network's pace into an error). A reader that reads nothing for `STALL_MS` is
+   * waited for no more: the turn goes on, and the reader is ended at its bound.
+   */
+  async #relieve(turn) {
+    const half = -this.#readerBytes / 2;
+    for (const reader of turn.behind) {
+      let last = reader.desiredSize;
+      let since = Date.now();
+      while (!turn.closed && reader.desiredSize !== null && reader.desiredSize < half) {
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        const now = reader.desiredSize;
+        if (now === null) break;
+        if (now > last) {
+          last = now;
+          since = Date.now();
+        } else if (Date.now() - since > STALL_MS) {
+          STALLED.add(reader);
+          break;
+        }
+      }
+    }
+    turn.behind.clear();
   }
 
   /** The turn is over: its readers' streams end; `reconnect()` no longer finds it. */
@@ -270,6 +370,7 @@ class Turns {
         } else {
           ({ chunk, json } = encodeChunk(chunk, checkChunk));
           type = chunk.type;
+          if (json.length > 256 && chunk !== null && typeof chunk === 'object') SIZES.set(chunk, json.length);
         }
         // `finish` and `abort` are sent by the engine at the end (after the metadata of a cut
         // reply); approval requests, when `approve` answers them first, with their answers.
@@ -278,7 +379,10 @@ class Turns {
           type === 'abort' ||
           (dropStart && type === 'start') ||
           (holdApprovals && type === 'tool-approval-request');
-        if (!held && !turn.closed) this.#emit(turn, chunk);
+        if (!held && !turn.closed) {
+          this.#emit(turn, chunk);
+          if (turn.behind.size > 0) await this.#relieve(turn);
+        }
         if (json === undefined) {
           if (merged !== undefined && merged.type === type && merged.id === chunk.id) merged.delta += chunk.delta;
           else batch.push((merged = { type, id: chunk.id, delta: chunk.delta }));
@@ -473,4 +577,4 @@ function messageOf(error) {
   }
 }
 
-module.exports = { Turns, messageOf, settleOutput, DEFAULT_RECONNECT_BUFFER_CHUNKS };
+module.exports = { Turns, messageOf, settleOutput, DEFAULT_RECONNECT_BUFFER_CHUNKS, DEFAULT_READER_BUFFER_BYTES, READER_BEHIND_CODE };

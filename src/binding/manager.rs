@@ -69,6 +69,10 @@ struct Options {
     #[allow(dead_code)]
     #[serde(default, deserialize_with = "input::present")]
     reconnect_buffer_chunks: Option<Count<0>>,
+    /// Used by `js/turns.js`; checked here with the others.
+    #[allow(dead_code)]
+    #[serde(default, deserialize_with = "input::present")]
+    reader_buffer_bytes: Option<Bytes>,
     #[serde(default, deserialize_with = "input::present")]
     sandboxes: Option<SandboxesOptions>,
 }
