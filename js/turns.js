@@ -12,11 +12,15 @@
 const { keeper, SessionError, SessionOutputError } = require('./errors.js');
 const { hold } = require('./keep-alive.js');
 const { ReadAhead } = require('./read-ahead.js');
+const { TurnReader } = require('./reader.js');
 const { CHUNK_ERROR_CODE, encodeChunk, jsonText, plainDelta, wellFormedDelta } = require('./chunks.js');
 const { checkChunk } = require('./native.js');
 
 /** The most chunks a batch holds before it is reported. */
 const BATCH = 512;
+
+/** The full batches read between two turns of the event loop. */
+const YIELD_EVERY_BATCHES = 2;
 
 /**
  * The deltas reported joined: a run of them for one part (same id, no field but `type`, `id` and
@@ -54,8 +58,6 @@ function chunkBytes(chunk) {
   return typeof delta === 'string' ? delta.length + 48 : 256;
 }
 
-/** Each reader of a turn queues its chunks counted in bytes: `desiredSize` is minus its backlog. */
-const READER_STRATEGY = { highWaterMark: 0, size: chunkBytes };
 
 /** The error a reader `bound` bytes behind is ended with. */
 function readerBehind(bound) {
@@ -119,7 +121,7 @@ class Turns {
     this.#next = this.#next >= 0xfffffffe ? 1 : this.#next + 1;
     const turn = {
       turnId,
-      controller: undefined,
+      client: undefined,
       gone: false,
       closed: false,
       abort: new AbortController(),
@@ -136,14 +138,10 @@ class Turns {
     };
     // A client that cancels only stops reading: the turn goes on, for the readers that
     // reconnect and for the store.
-    turn.stream = new ReadableStream({
-      start: (controller) => {
-        turn.controller = controller;
-      },
-      cancel: () => {
-        turn.gone = true;
-      },
-    }, READER_STRATEGY);
+    turn.client = new TurnReader(() => {
+      turn.gone = true;
+    });
+    turn.stream = turn.client.stream;
     turn.done = new Promise((resolve, reject) => {
       turn.resolveDone = resolve;
       turn.rejectDone = reject;
@@ -180,53 +178,40 @@ class Turns {
     const turn = this.#live.get(sessionId);
     if (turn === undefined || turn.closed) return undefined;
     if (replyId !== undefined && turn.replyId !== replyId) return undefined;
-    let own;
-    const stream = new ReadableStream({
-      start: (controller) => {
-        own = controller;
-        for (const chunk of turn.replay.chunks()) controller.enqueue(chunk);
-        turn.followers.add(controller);
-      },
-      cancel: () => {
-        turn.followers.delete(own);
-      },
-    }, READER_STRATEGY);
-    if (own.desiredSize < -this.#readerBytes) {
-      // Its replay alone is past the bound: it starts ended, rather than holding all of it.
-      turn.followers.delete(own);
-      own.error(readerBehind(this.#readerBytes));
-    }
-    return { stream, done: turn.done, output: turn.output };
+    const reader = new TurnReader(() => turn.followers.delete(reader));
+    // The replay's chunks are the turn's own (shared, not counted against the reader's bound).
+    for (const chunk of turn.replay.chunks()) reader.push(chunk, 0);
+    turn.followers.add(reader);
+    return { stream: reader.stream, done: turn.done, output: turn.output };
   }
 
   /** Sends `chunk` to every reader of the turn and keeps it for those that reconnect. */
   #emit(turn, chunk) {
-    const bound = -this.#readerBytes;
+    const bound = this.#readerBytes;
     const half = bound / 2;
+    const size = chunkBytes(chunk);
     if (!turn.gone) {
-      const client = turn.controller;
-      client.enqueue(chunk);
-      if (client.desiredSize < half && !STALLED.has(client)) turn.behind.add(client);
-      if (client.desiredSize < bound) {
+      const client = turn.client;
+      client.push(chunk, size);
+      const backlog = client.backlog;
+      if (backlog > bound) {
         // A client that does not read is ended, not kept: the turn goes on for the others.
         turn.gone = true;
-        try {
-          client.error(readerBehind(this.#readerBytes));
-        } catch {}
+        client.error(readerBehind(bound));
+      } else if (backlog > half && !STALLED.has(client)) {
+        turn.behind.add(client);
       }
     }
     turn.replay.push(chunk);
     if (turn.followers.size === 0) return;
     for (const follower of turn.followers) {
-      try {
-        follower.enqueue(chunk);
-        if (follower.desiredSize < half && !STALLED.has(follower)) turn.behind.add(follower);
-        if (follower.desiredSize < bound) {
-          turn.followers.delete(follower);
-          follower.error(readerBehind(this.#readerBytes));
-        }
-      } catch {
+      follower.push(chunk, size);
+      const backlog = follower.backlog;
+      if (backlog > bound) {
         turn.followers.delete(follower);
+        follower.error(readerBehind(bound));
+      } else if (backlog > half && !STALLED.has(follower)) {
+        turn.behind.add(follower);
       }
     }
   }
@@ -238,15 +223,14 @@ class Turns {
    * waited for no more: the turn goes on, and the reader is ended at its bound.
    */
   async #relieve(turn) {
-    const half = -this.#readerBytes / 2;
+    const half = this.#readerBytes / 2;
     for (const reader of turn.behind) {
-      let last = reader.desiredSize;
+      let last = reader.backlog;
       let since = Date.now();
-      while (!turn.closed && reader.desiredSize !== null && reader.desiredSize < half) {
+      while (!turn.closed && !reader.done && reader.backlog > half) {
         await new Promise((resolve) => setTimeout(resolve, 2));
-        const now = reader.desiredSize;
-        if (now === null) break;
-        if (now > last) {
+        const now = reader.backlog;
+        if (now < last) {
           last = now;
           since = Date.now();
         } else if (Date.now() - since > STALL_MS) {
@@ -264,10 +248,8 @@ class Turns {
     if (turn.sessionId !== undefined && this.#live.get(turn.sessionId) === turn) this.#live.delete(turn.sessionId);
     turn.closed = true;
     for (const follower of turn.followers) {
-      try {
-        if (error === undefined) follower.close();
-        else follower.error(error);
-      } catch {}
+      if (error === undefined) follower.close();
+      else follower.error(error);
     }
     turn.followers.clear();
     turn.replay.clear();
@@ -283,9 +265,7 @@ class Turns {
   discard(turn, error) {
     this.#end(turn, error);
     turn.release();
-    try {
-      turn.controller.error(error);
-    } catch {}
+    turn.client.error(error);
     turn.rejectDone(error);
     turn.rejectOutput(error);
   }
@@ -330,6 +310,7 @@ class Turns {
     // the next delta of the same part is joined into it.
     let batch = [];
     let counted = 0;
+    let slices = 0;
     let merged;
     let scheduled = false;
     let thrown;
@@ -390,7 +371,12 @@ class Turns {
           merged = undefined;
           batch.push(json);
         }
-        if (++counted >= BATCH) flush();
+        if (++counted >= BATCH) {
+          flush();
+          // An agent whose chunks are all there at once is read in slices: the event loop runs
+          // between them (other turns, timers, I/O), never blocked for the whole turn.
+          if (++slices % YIELD_EVERY_BATCHES === 0) await new Promise(setImmediate);
+        }
         else if (!scheduled) {
           scheduled = true;
           setImmediate(flushSoon);
@@ -465,11 +451,7 @@ class Turns {
     );
     this.#end(turn);
     turn.release();
-    if (!turn.gone) {
-      try {
-        turn.controller.close();
-      } catch {}
-    }
+    if (!turn.gone) turn.client.close();
     turn.resolveDone(session);
   }
 
