@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { buildAddon, ensureDependencies, root, TARGET } from './lib.mjs';
 import { machineInfo, textTable, writeResults } from '../bench/report.mjs';
 
-const FIGURES = ['stream', 'first-chunk', 'reconnect', 'list', 'store-writes', 'many-sessions', 'suspended-memory', 'startup', 'docker', 'claude-code', 'soak'];
+const FIGURES = ['stream', 'first-chunk', 'reconnect', 'turn-memory', 'list', 'store-writes', 'many-sessions', 'suspended-memory', 'startup', 'docker', 'claude-code', 'soak'];
 
 function parseArgs(argv) {
   const options = { quick: false, only: undefined, soak: false, build: true, soakSeconds: undefined };
