@@ -109,6 +109,11 @@ export declare class NativeManager {
   shutdown(): Promise<Settled<undefined>>
   /** What a turn's stream produced, `[chunk, ...]` as JSON: queued for the engine, nothing more. */
   feed(turnId: number, chunksJson: string): boolean
+  /**
+   * The reply of turn `turn_id` as it stands once the chunks fed before are taken (see
+   * `MessageAccumulator::message_so_far`), as JSON; `null` once the turn is over.
+   */
+  replySoFar(turnId: number): Promise<string | null>
   /** The end of a turn's stream: `{ usage?, error?: { message, origin? } }` as JSON. */
   feedEnd(turnId: number, endJson: string): boolean
   /** The client of turn `turn_id` went away: the turn goes on, read to its end. */

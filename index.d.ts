@@ -453,6 +453,13 @@ export interface SessionManagerOptions<METADATA> {
    * its other readers go on (`reconnect()` reads it again). Default: 16 MiB.
    */
   readerBufferBytes?: number;
+  /**
+   * The bytes (about: each chunk's JSON) of a live turn's chunks kept for `reconnect()`. Past it
+   * none are kept: a reader that reconnects is brought up to the turn from the reply so far (the
+   * engine's, rebuilt as chunks: each part's text joined, the open parts left open), then reads it
+   * live, so that the turn's text is not kept a second time. Default: 64 MiB.
+   */
+  reconnectBufferBytes?: number;
 }
 
 /** A user message: `useChat`'s last message, or its text. */

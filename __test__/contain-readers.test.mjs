@@ -3,7 +3,7 @@
 // `readerBufferBytes` are queued for it; the turn, and its readers that read, go on to the end.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createDeferred, readTurn, testManager } from './support/sessions.mjs';
+import { createDeferred, readTurn, streamAgent, testManager } from './support/sessions.mjs';
 
 const BOUND = 64 * 1024;
 
@@ -69,4 +69,45 @@ test('readers that keep up are never ended, however long the turn', async () => 
   assert.ok(sse.endsWith('data: [DONE]\n\n'));
   assert.ok(sse.length > 1_000_000);
   assert.equal((await turn.done).status, 'idle');
+});
+
+test('past reconnectBufferBytes, a reconnect is rebuilt from the reply so far, then live', async () => {
+  const half = createDeferred();
+  const gate = createDeferred();
+  const agent = streamAgent(async function* () {
+    yield { type: 'start-step' };
+    yield { type: 'reasoning-start', id: 'r' };
+    yield { type: 'reasoning-delta', id: 'r', delta: 'thinking' };
+    yield { type: 'reasoning-end', id: 'r' };
+    yield { type: 'tool-input-available', toolCallId: 'c1', toolName: 'look', input: { q: 1 } };
+    yield { type: 'tool-output-available', toolCallId: 'c1', output: { found: true } };
+    yield { type: 'text-start', id: 'long' };
+    for (let i = 0; i < 300; i++) yield { type: 'text-delta', id: 'long', delta: `${i}`.padEnd(1000, '.') };
+    half.resolve();
+    await gate.promise;
+    for (let i = 300; i < 600; i++) yield { type: 'text-delta', id: 'long', delta: `${i}`.padEnd(1000, '.') };
+    yield { type: 'text-end', id: 'long' };
+    yield { type: 'finish-step' };
+    yield { type: 'finish', finishReason: 'stop' };
+  });
+  const { sessions, errors } = testManager({ fakeAgent: agent, reconnectBufferBytes: 64 * 1024 });
+  const session = await sessions.create({});
+  const first = await sessions.send(session.id, { message: 'go' });
+  const firstRead = readTurn(first);
+  await half.promise;
+  // The kept chunks are past their bound by now: the reconnect is rebuilt, then goes on live.
+  const again = await sessions.reconnect(session.id);
+  const againRead = readTurn(again);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  gate.resolve();
+  const [a, b] = await Promise.all([firstRead, againRead]);
+  assert.deepEqual(b.errors, []);
+  assert.deepEqual(JSON.parse(JSON.stringify(b.message)), JSON.parse(JSON.stringify(a.message)));
+  const text = a.message.parts.find((p) => p.type === 'text').text;
+  assert.equal(text.length, 600_000);
+  // What the rebuilt reader got is fewer chunks than the turn (the text so far joined).
+  assert.ok(b.chunks.length < a.chunks.length, `${b.chunks.length} vs ${a.chunks.length}`);
+  const record = await sessions.get(session.id);
+  assert.deepEqual(record.messages.at(-1).parts, JSON.parse(JSON.stringify(a.message.parts)));
+  assert.deepEqual(errors, []);
 });

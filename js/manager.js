@@ -59,6 +59,7 @@ function checkOptions(given) {
     store,
     reconnectBufferChunks: options.reconnectBufferChunks,
     readerBufferBytes: options.readerBufferBytes,
+    reconnectBufferBytes: options.reconnectBufferBytes,
     settings,
   };
 }
@@ -86,6 +87,7 @@ function createSessionManager(given) {
   let manager;
   const turns = new Turns(() => manager, clientMessage, {
     bufferChunks: options.reconnectBufferChunks,
+    bufferBytes: options.reconnectBufferBytes,
     readerBytes: options.readerBufferBytes,
     report: (error, sessionId) =>
       reportError(error, sessionId === undefined ? { action: 'turn' } : { action: 'turn', sessionId }),

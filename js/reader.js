@@ -23,6 +23,8 @@ class TurnReader {
   #wanted = false;
   #closing = false;
   #done = false;
+  /** Whether chunks wait for `release()`: those that go before them are not known yet. */
+  #held = false;
 
   /** @param {() => void} [onCancel] called when the reader cancels its stream */
   constructor(onCancel) {
@@ -55,7 +57,7 @@ class TurnReader {
   /** Queues `chunk` of about `size` bytes (0: shared with the turn's replay, not counted). */
   push(chunk, size) {
     if (this.#done || this.#closing) return;
-    if (this.#wanted && this.#head === this.#items.length) {
+    if (this.#wanted && !this.#held && this.#head === this.#items.length) {
       this.#wanted = false;
       this.#controller.enqueue(chunk);
       return;
@@ -65,11 +67,36 @@ class TurnReader {
     this.#backlog += size;
   }
 
+  /** Hands nothing to the stream until `release()`: what goes first is not known yet. */
+  hold() {
+    this.#held = true;
+  }
+
+  /**
+   * Puts `chunks` ahead of those queued (not counted against the bound: the reader's own copy
+   * of what it asked to be brought up to), and hands the queue to the stream again.
+   */
+  release(chunks) {
+    if (!this.#held) return;
+    this.#held = false;
+    if (this.#done) return;
+    if (chunks.length > 0) {
+      this.#items = chunks.concat(this.#items.slice(this.#head));
+      this.#sizes = new Array(chunks.length).fill(0).concat(this.#sizes.slice(this.#head));
+      this.#head = 0;
+    }
+    if (this.#wanted) {
+      this.#wanted = false;
+      this.#hand();
+    }
+    if (this.#closing && this.#head === this.#items.length) this.#finish();
+  }
+
   /** Ends the stream once its reader has read what is queued. */
   close() {
     if (this.#done || this.#closing) return;
     this.#closing = true;
-    if (this.#head === this.#items.length) this.#finish();
+    if (!this.#held && this.#head === this.#items.length) this.#finish();
   }
 
   /** Ends the stream at once with `error`; what was queued is let go of. */
@@ -84,6 +111,10 @@ class TurnReader {
 
   #hand() {
     if (this.#done) return;
+    if (this.#held) {
+      this.#wanted = true;
+      return;
+    }
     const items = this.#items;
     const end = Math.min(items.length, this.#head + HANDED_AT_ONCE);
     if (this.#head === end) {

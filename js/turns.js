@@ -13,6 +13,7 @@ const { keeper, SessionError, SessionOutputError } = require('./errors.js');
 const { hold } = require('./keep-alive.js');
 const { ReadAhead } = require('./read-ahead.js');
 const { TurnReader } = require('./reader.js');
+const { liveChunks } = require('./replay.js');
 const { CHUNK_ERROR_CODE, encodeChunk, jsonText, plainDelta, wellFormedDelta } = require('./chunks.js');
 const { checkChunk } = require('./native.js');
 
@@ -31,6 +32,9 @@ const MERGED = { 'text-delta': true, 'reasoning-delta': true };
 
 /** The chunks of a live turn kept for `reconnect()` before they are compacted: see `Replay`. */
 const DEFAULT_RECONNECT_BUFFER_CHUNKS = 20_000;
+
+/** The bytes of a live turn's chunks kept for `reconnect()`: 64 MiB. */
+const DEFAULT_RECONNECT_BUFFER_BYTES = 64 * 1024 * 1024;
 
 /** The bytes queued for one reader that is not reading before it is ended: 16 MiB. */
 const DEFAULT_READER_BUFFER_BYTES = 16 * 1024 * 1024;
@@ -76,6 +80,7 @@ class Turns {
   /** The turn under way of each session, by session id, for `reconnect()`. */
   #live = new Map();
   #bufferChunks;
+  #bufferBytes;
   #readerBytes;
   #report;
   #next = 1;
@@ -86,6 +91,8 @@ class Turns {
    *   (`clientMessenger()` of `js/harness-errors.js`)
    * @param {object} [options]
    * @param {number} [options.bufferChunks] the chunks of a turn kept as they are for `reconnect()`
+   * @param {number} [options.bufferBytes] the bytes of a turn's chunks kept for `reconnect()`,
+   *   past which none are kept (`reconnectBufferBytes`)
    * @param {number} [options.readerBytes] the bytes queued for one reader that does not read,
    *   past which it is ended (`readerBufferBytes`)
    * @param {(error: unknown, sessionId: string | undefined) => void} [options.report] told of a
@@ -94,11 +101,17 @@ class Turns {
   constructor(
     native,
     clientMessage,
-    { bufferChunks = DEFAULT_RECONNECT_BUFFER_CHUNKS, readerBytes = DEFAULT_READER_BUFFER_BYTES, report = () => {} } = {},
+    {
+      bufferChunks = DEFAULT_RECONNECT_BUFFER_CHUNKS,
+      bufferBytes = DEFAULT_RECONNECT_BUFFER_BYTES,
+      readerBytes = DEFAULT_READER_BUFFER_BYTES,
+      report = () => {},
+    } = {},
   ) {
     this.#native = native;
     this.#clientMessage = clientMessage;
     this.#bufferChunks = bufferChunks;
+    this.#bufferBytes = bufferBytes;
     this.#readerBytes = readerBytes;
     this.#report = report;
   }
@@ -131,7 +144,7 @@ class Turns {
       release: hold(),
       sessionId: undefined,
       owner,
-      replay: new Replay(this.#bufferChunks),
+      replay: new Replay(this.#bufferChunks, this.#bufferBytes),
       followers: new Set(),
       /** The readers more than half their bound behind, since the last chunk. */
       behind: new Set(),
@@ -179,9 +192,33 @@ class Turns {
     if (turn === undefined || turn.closed) return undefined;
     if (replyId !== undefined && turn.replyId !== replyId) return undefined;
     const reader = new TurnReader(() => turn.followers.delete(reader));
-    // The replay's chunks are the turn's own (shared, not counted against the reader's bound).
-    for (const chunk of turn.replay.chunks()) reader.push(chunk, 0);
-    turn.followers.add(reader);
+    if (turn.replay.overflowed) {
+      // Past `reconnectBufferBytes` nothing was kept: the reader is brought up to the turn from
+      // the engine's reply, asked once the chunks sent so far are reported (so that it holds them
+      // all), and the chunks that come meanwhile wait behind.
+      reader.hold();
+      turn.followers.add(reader);
+      turn.flushNow?.();
+      this.#native()
+        .replySoFar(turn.turnId)
+        .then(
+          (text) => {
+            if (text == null) throw new Error('the turn ended first');
+            reader.release(liveChunks(JSON.parse(text)));
+          },
+          (error) => {
+            throw error;
+          },
+        )
+        .catch((error) => {
+          turn.followers.delete(reader);
+          reader.error(new SessionError(`This reader could not be brought up to the turn (${messageOf(error)}): read the session instead.`));
+        });
+    } else {
+      // The replay's chunks are the turn's own (shared, not counted against the reader's bound).
+      for (const chunk of turn.replay.chunks()) reader.push(chunk, 0);
+      turn.followers.add(reader);
+    }
     return { stream: reader.stream, done: turn.done, output: turn.output };
   }
 
@@ -202,7 +239,7 @@ class Turns {
         turn.behind.add(client);
       }
     }
-    turn.replay.push(chunk);
+    turn.replay.push(chunk, size);
     if (turn.followers.size === 0) return;
     for (const follower of turn.followers) {
       follower.push(chunk, size);
@@ -337,6 +374,7 @@ class Turns {
         thrown ??= error;
       }
     };
+    turn.flushNow = flushSoon;
     let reader;
     try {
       reader = new ReadAhead(stream);
@@ -472,13 +510,25 @@ class Replay {
   #kept = [];
   #bound;
   #next;
+  #bytes = 0;
+  #maxBytes;
+  /** Past `maxBytes`: nothing is kept, a reader that reconnects is rebuilt from the engine's reply. */
+  overflowed = false;
 
-  constructor(bound) {
+  constructor(bound, maxBytes = DEFAULT_RECONNECT_BUFFER_BYTES) {
     this.#bound = bound;
     this.#next = bound;
+    this.#maxBytes = maxBytes;
   }
 
-  push(chunk) {
+  push(chunk, size) {
+    if (this.overflowed) return;
+    this.#bytes += size;
+    if (this.#bytes > this.#maxBytes) {
+      this.overflowed = true;
+      this.#kept = [];
+      return;
+    }
     this.#kept.push(chunk);
     if (this.#kept.length > this.#next) {
       this.#kept = compact(this.#kept);

@@ -73,6 +73,10 @@ struct Options {
     #[allow(dead_code)]
     #[serde(default, deserialize_with = "input::present")]
     reader_buffer_bytes: Option<Bytes>,
+    /// Used by `js/turns.js`; checked here with the others.
+    #[allow(dead_code)]
+    #[serde(default, deserialize_with = "input::present")]
+    reconnect_buffer_bytes: Option<Bytes>,
     #[serde(default, deserialize_with = "input::present")]
     sandboxes: Option<SandboxesOptions>,
 }
@@ -547,6 +551,18 @@ impl NativeManager {
             Some(feed) => feed.report(TurnReport::Encoded(json_chunks(chunks_json))),
             None => false,
         }
+    }
+
+    /// The reply of turn `turn_id` as it stands once the chunks fed before are taken (see
+    /// `MessageAccumulator::message_so_far`), as JSON; `null` once the turn is over.
+    #[napi]
+    pub async fn reply_so_far(&self, turn_id: u32) -> Option<String> {
+        let feed = self.feeds.get(u64::from(turn_id))?;
+        let (answer, reply) = tokio::sync::oneshot::channel();
+        if !feed.report(TurnReport::Reply(answer)) {
+            return None;
+        }
+        reply.await.ok().flatten()
     }
 
     /// The end of a turn's stream: `{ usage?, error?: { message, origin? } }` as JSON.
