@@ -398,10 +398,7 @@ class Turns {
           type === 'abort' ||
           (dropStart && type === 'start') ||
           (holdApprovals && type === 'tool-approval-request');
-        if (!held && !turn.closed) {
-          this.#emit(turn, chunk);
-          if (turn.behind.size > 0) await this.#relieve(turn);
-        }
+        if (!held && !turn.closed) this.#emit(turn, chunk);
         if (json === undefined) {
           if (merged !== undefined && merged.type === type && merged.id === chunk.id) merged.delta += chunk.delta;
           else batch.push((merged = { type, id: chunk.id, delta: chunk.delta }));
@@ -414,11 +411,13 @@ class Turns {
           // An agent whose chunks are all there at once is read in slices: the event loop runs
           // between them (other turns, timers, I/O), never blocked for the whole turn.
           if (++slices % YIELD_EVERY_BATCHES === 0) await new Promise(setImmediate);
-        }
-        else if (!scheduled) {
+        } else if (!scheduled) {
           scheduled = true;
           setImmediate(flushSoon);
         }
+        // Only once the chunk is in the batch: a reader that reconnects meanwhile is rebuilt from
+        // what the batches hold.
+        if (turn.behind.size > 0) await this.#relieve(turn);
       }
     } catch (error) {
       thrown = error;
