@@ -494,6 +494,27 @@ mod tests {
     }
 
     #[test]
+    fn the_reply_so_far_names_its_open_parts_and_the_continued_parts() {
+        let input = json!({"id": "m", "role": "assistant", "parts": [{"type": "text", "text": "before", "state": "done"}]});
+        let accumulator = run(
+            Some(input),
+            &[
+                json!({"type": "start-step"}),
+                json!({"type": "text-start", "id": "t"}),
+                json!({"type": "text-delta", "id": "t", "delta": "so far"}),
+                json!({"type": "tool-input-start", "toolCallId": "c", "toolName": "look"}),
+                json!({"type": "tool-input-delta", "toolCallId": "c", "inputTextDelta": "{\"q\":"}),
+            ],
+        );
+        let reply = accumulator.message_so_far();
+        assert_eq!(reply["inputParts"], json!(1));
+        assert_eq!(reply["openText"], json!({"t": 2}));
+        assert_eq!(reply["openReasoning"], json!({}));
+        assert_eq!(reply["toolInputs"], json!({"c": "{\"q\":"}));
+        assert_eq!(reply["message"]["parts"][2]["text"], json!("so far"));
+    }
+
+    #[test]
     fn the_fixtures_come_out_as_ai_7_0_112_reads_them() {
         let mut cases = 0;
         for (name, fixture) in crate::engine::ui::fixtures() {
