@@ -11,6 +11,11 @@ import { readdirSync } from 'node:fs';
 import { buildAddon, ensureDependencies, nodeBinary, root, run, TARGET } from './lib.mjs';
 
 const started = Date.now();
+// Its time, at its end, whether it passed or not.
+process.on('exit', (code) => {
+  const seconds = ((Date.now() - started) / 1000).toFixed(0);
+  console.log(code === 0 ? `\nnpm test: everything passed in ${seconds} s` : `\nnpm test: FAILED after ${seconds} s`);
+});
 ensureDependencies();
 run('cargo', ['fmt', '--all', '--', '--check']);
 // Every cargo command builds for napi's target in the dev profile: one target dir, the
@@ -54,7 +59,6 @@ run(process.execPath, ['scripts/typecheck.mjs']);
 if (packageTests.length > 0) {
   run(process.execPath, ['--test', '--test-concurrency=1', '--test-timeout=900000', ...packageTests], { env });
 }
-console.log(`\nnpm test: everything passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 
 /** Starts a Docker Engine and builds the test image, when this machine allows it (root). */
 function startDocker(env) {

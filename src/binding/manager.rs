@@ -222,6 +222,8 @@ struct ExecOptions {
 struct EndArgs {
     usage: Option<Value>,
     error: Option<Value>,
+    #[serde(default)]
+    caller_aborted: bool,
 }
 
 /// The session manager, as `index.js` drives it.
@@ -579,6 +581,7 @@ impl NativeManager {
         feed.report(TurnReport::End(TurnEnd {
             usage: args.usage,
             failure,
+            caller_aborted: args.caller_aborted,
         }))
     }
 
