@@ -25,7 +25,7 @@ import { join } from 'node:path';
 import { buildAddon, ensureDependencies, root, TARGET } from './lib.mjs';
 import { machineInfo, textTable, writeResults } from '../bench/report.mjs';
 
-const FIGURES = ['stream', 'first-chunk', 'reconnect', 'list', 'store-writes', 'many-sessions', 'long-session', 'suspended-memory', 'startup', 'docker', 'claude-code', 'soak'];
+const FIGURES = ['stream', 'first-chunk', 'reconnect', 'turn-memory', 'list', 'store-writes', 'many-sessions', 'long-session', 'suspended-memory', 'startup', 'docker', 'claude-code', 'soak'];
 
 /** The engine's measurement tests: not a figure of the table, their output is printed. */
 const ENGINE = 'engine';
