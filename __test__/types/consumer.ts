@@ -14,6 +14,7 @@ import {
   SessionNotFoundError,
   SessionOutputError,
   type ImportedItem,
+  type SessionChunkError,
   type SessionEvent,
   type SessionManager,
   type SessionSandboxes,
@@ -178,4 +179,13 @@ export async function imported(): Promise<boolean> {
   // @ts-expect-error a system message is not in the format
   await sessions.create({ id: 'j', metadata: { title: 'x' }, initialHistory: [{ type: 'system', text: 'x' }] });
   return created.importPending === true;
+}
+
+// A chunk the agent's stream gave that could not be carried: onError, action 'turn'.
+export function chunkTypeOf(error: unknown): string | undefined {
+  if (SessionError.isInstance(error) && error.code === 'SESSION_CHUNK') {
+    const chunk = error as SessionChunkError;
+    return chunk.chunkType;
+  }
+  return undefined;
 }
