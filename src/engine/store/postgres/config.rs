@@ -362,13 +362,16 @@ fn authority(url: &str) -> &str {
     &rest[..rest.find(['/', '?']).unwrap_or(rest.len())]
 }
 
-/// `text` with each of `secrets` replaced by `***`, longest first.
+/// `text` with each of `secrets` replaced by `***`, longest first. Our own messages never hold
+/// the password; this catches a parser's message quoting the string. A secret shorter than 4
+/// characters is left (it would mangle words, and no message quotes more than one character of
+/// the string it could not read).
 fn scrub(text: &str, secrets: &[String]) -> String {
     let mut sorted: Vec<&String> = secrets.iter().collect();
     sorted.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
     let mut text = text.to_owned();
     for secret in sorted {
-        if !secret.is_empty() {
+        if secret.chars().count() >= 4 {
             text = text.replace(secret.as_str(), "***");
         }
     }
