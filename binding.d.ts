@@ -232,7 +232,7 @@ export declare class NativeStore {
    * work; resume states are encrypted with `key` as for [`NativeStore::sqlite`]. Everything is
    * checked here; a bad value is refused at once, an unreachable server at the first use.
    */
-  static postgres(url: unknown, schema: unknown, leaseTtlMs: unknown, instanceId: unknown, listenUrl: unknown, key: unknown, keyFrom?: string | undefined | null): NativeStore
+  static postgres(url: unknown, schema: unknown, leaseTtlMs: number | undefined | null, instanceId: unknown, listenUrl: unknown, key: unknown, keyFrom?: string | undefined | null): NativeStore
   /** `save(record, resumeState?)`, both as JSON. */
   save(recordJson: string, resumeStateJson?: string | undefined | null): Promise<Settled<undefined>>
   /** `get(id)`: the record as JSON, or nothing. */

@@ -148,8 +148,9 @@ function createPostgresSessionStore(options) {
     'listenUrl',
     'encryptionKey',
   ]);
-  // Every value as it was given: the engine checks them all.
-  const ttl = leaseTtlMs === undefined ? null : leaseTtlMs;
+  // Every value as it was given, the engine checks them all; but for `leaseTtlMs`, which crosses
+  // as a number: anything else crosses as NaN, which the engine refuses as any bad number.
+  const ttl = leaseTtlMs == null ? null : typeof leaseTtlMs === 'number' ? leaseTtlMs : Number.NaN;
   return wrap(
     translating(() =>
       encryptionKey !== undefined

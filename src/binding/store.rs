@@ -108,6 +108,12 @@ fn parse<T: serde::de::DeserializeOwned>(json: &str, name: &str) -> Result<T, Se
     })
 }
 
+/// The text of an option given (not `undefined` or `null`): a string, else refused at `path`.
+fn given_text(given: GivenText, path: &str) -> Result<String, SessionError> {
+    input::optional_text(given, path)?
+        .ok_or_else(|| SessionError::input(path, format!("{path} must be a string")))
+}
+
 /// The stamp a caller says it has seen up to: 0 (none) unless a whole number a stamp can be.
 pub(crate) fn stamp(known: f64) -> u64 {
     if known.is_finite() && known >= 1.0 && known.fract() == 0.0 && known <= 9_007_199_254_740_991.0
@@ -180,10 +186,10 @@ impl NativeStore {
     pub fn postgres(
         env: napi::Env,
         #[napi(ts_arg_type = "unknown")] url: GivenText,
-        #[napi(ts_arg_type = "unknown")] schema: GivenText,
-        #[napi(ts_arg_type = "unknown")] lease_ttl_ms: Value,
-        #[napi(ts_arg_type = "unknown")] instance_id: GivenText,
-        #[napi(ts_arg_type = "unknown")] listen_url: GivenText,
+        #[napi(ts_arg_type = "unknown")] schema: Option<GivenText>,
+        lease_ttl_ms: Option<f64>,
+        #[napi(ts_arg_type = "unknown")] instance_id: Option<GivenText>,
+        #[napi(ts_arg_type = "unknown")] listen_url: Option<GivenText>,
         #[napi(ts_arg_type = "unknown")] key: GivenKey,
         key_from: Option<String>,
     ) -> napi::Result<NativeStore> {
@@ -198,25 +204,17 @@ impl NativeStore {
                 }
             };
             let mut options = PostgresStoreOptions::new(&url)?;
-            if let Some(schema) = input::optional_text(schema, "schema")? {
-                options.schema = pg_config::schema_name(&schema)?;
+            if let Some(schema) = schema {
+                options.schema = pg_config::schema_name(&given_text(schema, "schema")?)?;
             }
-            match lease_ttl_ms {
-                Value::Null => {}
-                Value::Number(millis) => {
-                    options.lease_ttl = pg_config::lease_ttl(millis.as_f64().unwrap_or(f64::NAN))?
-                }
-                _ => {
-                    return Err(SessionError::input(
-                        "leaseTtlMs",
-                        "leaseTtlMs must be a whole number of milliseconds from 100 to 86400000",
-                    ))
-                }
+            if let Some(millis) = lease_ttl_ms {
+                options.lease_ttl = pg_config::lease_ttl(millis)?;
             }
-            if let Some(id) = input::optional_text(instance_id, "instanceId")? {
-                options.instance_id = pg_config::instance_id(&id)?;
+            if let Some(id) = instance_id {
+                options.instance_id = pg_config::instance_id(&given_text(id, "instanceId")?)?;
             }
-            if let Some(listen) = input::optional_text(listen_url, "listenUrl")? {
+            if let Some(listen) = listen_url {
+                let listen = given_text(listen, "listenUrl")?;
                 options.listen_url =
                     Some(pg_config::ConnectionTarget::parse(&listen, "listenUrl")?);
             }
