@@ -62,6 +62,8 @@ pub struct PostgresStore {
     listener: tokio::sync::Mutex<Option<Arc<Listener>>>,
     /// The sessions whose rows could not be read.
     unreadable: super::UnreadableRows,
+    /// Whether a session manager runs on this store object.
+    claimed: std::sync::atomic::AtomicBool,
 }
 
 /// An open store: its pool, migrated, and its statements' text.
@@ -94,6 +96,7 @@ impl PostgresStore {
             open: tokio::sync::Mutex::new(None),
             listener: tokio::sync::Mutex::new(None),
             unreadable: super::UnreadableRows::default(),
+            claimed: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -271,7 +274,20 @@ impl SessionStore for PostgresStore {
         Ok(())
     }
 
+    fn claim(&self) -> Result<()> {
+        if self.claimed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return Err(SessionError::host(format!(
+                "the postgres store on schema {} is in use by another session manager: one \
+                 manager per store object; shut the other down first",
+                self.options.schema
+            )));
+        }
+        Ok(())
+    }
+
     async fn release(&self) -> Result<()> {
+        self.claimed
+            .store(false, std::sync::atomic::Ordering::SeqCst);
         self.listener.lock().await.take();
         if let Some(opened) = self.open.lock().await.take() {
             opened.connections.close();
