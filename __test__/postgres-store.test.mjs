@@ -14,7 +14,10 @@ import { createFakeAgent, readTurn, testManager } from './support/sessions.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const bin = postgresBinaries();
-const needsBinaries = postgresSkip || (bin ? false : 'no PostgreSQL binaries here (psql, initdb) to look at the server or start a second one');
+// With HARNESS_SESSIONS_REQUIRE_POSTGRES=1 (CI), a test that needs the binaries runs (and fails) without them.
+const needsBinaries =
+  postgresSkip ||
+  (bin || process.env.HARNESS_SESSIONS_REQUIRE_POSTGRES === '1' ? false : 'no PostgreSQL binaries here (psql, initdb) to look at the server or start a second one');
 
 /** One value of `sql` on the server at `url`, through psql. */
 function psql(url, sql) {

@@ -254,6 +254,23 @@ pub(crate) fn server_url() -> Option<String> {
     .clone()
 }
 
+/// The PostgreSQL binaries for a test that starts a cluster of its own, or `None` (a reason
+/// printed) to skip it.
+///
+/// # Panics
+/// When there are none and `HARNESS_SESSIONS_REQUIRE_POSTGRES` is `1`.
+pub(crate) fn binaries_for(test: &str) -> Option<PathBuf> {
+    let found = binaries();
+    if found.is_none() {
+        assert!(
+            std::env::var("HARNESS_SESSIONS_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+            "{test}: HARNESS_SESSIONS_REQUIRE_POSTGRES=1 but no PostgreSQL binaries are here"
+        );
+        eprintln!("skipping {test}: no PostgreSQL binaries here to start a cluster of its own");
+    }
+    found
+}
+
 /// Prints why a test is skipped.
 pub(crate) fn skipping(test: &str) {
     eprintln!(
