@@ -12,7 +12,7 @@
 // Options: --quick (few repetitions: a smoke run), --only <figure>[,<figure>...] (the results of
 // the other figures are kept from the last latest.json), --soak (adds the soak, 2 minutes; with
 // --soak-seconds <n> for another length), --no-build. Figures: stream, first-chunk, reconnect, list,
-// store-writes, many-sessions, suspended-memory, startup, docker, claude-code, soak.
+// store-writes, store-writes-postgres, many-sessions, suspended-memory, startup, docker, claude-code, soak.
 import { randomUUID } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { buildAddon, ensureDependencies, root, TARGET } from './lib.mjs';
 import { machineInfo, textTable, writeResults } from '../bench/report.mjs';
 
-const FIGURES = ['stream', 'first-chunk', 'reconnect', 'list', 'store-writes', 'many-sessions', 'suspended-memory', 'startup', 'docker', 'claude-code', 'soak'];
+const FIGURES = ['stream', 'first-chunk', 'reconnect', 'list', 'store-writes', 'store-writes-postgres', 'many-sessions', 'suspended-memory', 'startup', 'docker', 'claude-code', 'soak'];
 
 function parseArgs(argv) {
   const options = { quick: false, only: undefined, soak: false, build: true, soakSeconds: undefined };
