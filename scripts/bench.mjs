@@ -7,7 +7,7 @@
 //    rebuild of the working tree by someone else mid-run cannot swap the addon under them;
 // 3. runs each figure (bench/<figure>.mjs) in a Node process of its own, with --expose-gc;
 // 4. prints the table, and writes bench/results/latest.json (with the machine), latest.md (the
-//    table for the README) and ratios.svg (the main ratios).
+//    table for docs/performance.md) and ratios.svg (the main ratios).
 //
 // Options: --quick (few repetitions: a smoke run), --only <figure>[,<figure>...] (the results of
 // the other figures are kept from the last latest.json), --soak (adds the soak, 2 minutes; with
