@@ -474,8 +474,7 @@ async fn the_listener_keeps_its_own_connection_and_gets_notifications() {
 
 #[tokio::test]
 async fn tls_is_used_refused_or_verified_as_the_url_says() {
-    let Some(bin) = testing::binaries_for("tls_is_used_refused_or_verified_as_the_url_says")
-    else {
+    let Some(bin) = testing::binaries_for("tls_is_used_refused_or_verified_as_the_url_says") else {
         return;
     };
     let tls = testing::start_cluster(&bin, &[], true);
