@@ -110,6 +110,11 @@ export declare class NativeManager {
   shutdown(): Promise<Settled<undefined>>
   /** What a turn's stream produced, `[chunk, ...]` as JSON: queued for the engine, nothing more. */
   feed(turnId: number, chunksJson: string): boolean
+  /**
+   * The reply of turn `turn_id` as it stands once the chunks fed before are taken (see
+   * `MessageAccumulator::message_so_far`), as JSON; `null` once the turn is over.
+   */
+  replySoFar(turnId: number): Promise<string | null>
   /** The end of a turn's stream: `{ usage?, error?: { message, origin? } }` as JSON. */
   feedEnd(turnId: number, endJson: string): boolean
   /** The client of turn `turn_id` went away: the turn goes on, read to its end. */
@@ -289,6 +294,14 @@ export declare function __panicForTests(inFuture: boolean): Promise<Settled<unde
  * and `snapshots` (with `withSnapshots`) every message it yields.
  */
 export declare function accumulateUiMessage(inputMessageJson: string | undefined | null, chunksJson: string, withSnapshots?: boolean | undefined | null): string
+
+/**
+ * Checks the JSON text of one chunk of an agent's stream before any client is sent it: `null`
+ * when the engine takes it as it is, else what is wrong with it (not JSON, nested past
+ * `MAX_CHUNK_DEPTH`, a field of the wrong type). The turn's pump (`js/chunks.js`) asks it of every
+ * chunk but the plain deltas, so that the client and the stored reply agree chunk for chunk.
+ */
+export declare function checkChunk(chunkJson: string): string | null
 
 /** A command, as `run` and `spawn` take it. */
 export interface CommandInit {

@@ -846,6 +846,7 @@ module.exports.NativeSessionSandboxes = nativeBinding.NativeSessionSandboxes
 module.exports.NativeStore = nativeBinding.NativeStore
 module.exports.__panicForTests = nativeBinding.__panicForTests
 module.exports.accumulateUiMessage = nativeBinding.accumulateUiMessage
+module.exports.checkChunk = nativeBinding.checkChunk
 module.exports.createDockerSandboxProvider = nativeBinding.createDockerSandboxProvider
 module.exports.createLocalSandboxProvider = nativeBinding.createLocalSandboxProvider
 module.exports.createSandboxPerSession = nativeBinding.createSandboxPerSession

@@ -396,7 +396,12 @@ export interface DockerSandboxOptions {
   workingDirectory?: string;
   /** The user's `HOME`. Default: `/home/sandbox`. */
   home?: string;
-  /** The ports of each sandbox (host networking, reached on 127.0.0.1). Default: none, and no network. */
+  /**
+   * The ports of each sandbox, listened on inside. The container keeps no network: each port is
+   * reached on a port of the host's loopback picked for that sandbox (`getPortEndpoint()` gives
+   * it), forwarded through the container's network namespace (needs root and the engine on this
+   * host). Default: none.
+   */
   ports?: number[];
   env?: Record<string, string>;
   /** Default: 1. */
@@ -405,8 +410,19 @@ export interface DockerSandboxOptions {
   memory?: number | string;
   /** Processes at once, 8 or more. Default: 256. */
   pids?: number;
-  /** Default: `'none'` without ports, `'host'` with. */
+  /**
+   * Default: `'none'` (ports or not). `'host'` puts the container on the host's network: it then
+   * reaches every service of the host's loopback (other sessions' ports, local databases, this
+   * server's routes). A risk; only for trusted code.
+   */
   network?: 'none' | 'host';
+  /**
+   * The only hosts the sandbox reaches, for the harness's model API: `'api.anthropic.com'` (port
+   * 443) or `'host:port'`, through an HTTP CONNECT proxy of this server set as the container's
+   * `HTTPS_PROXY`; `'127.0.0.1:port'` forwards that port of the container's loopback to the same
+   * port of the host's. Default: none (no way out).
+   */
+  allowedHosts?: string[];
 }
 
 /** A container per session on a Docker Engine. */
@@ -455,6 +471,14 @@ export interface SessionManagerOptions<METADATA> {
    * `interrupted`), and `shutdown()` for writes the store refused. Default: 10,000 ms.
    */
   windDownMs?: number;
+  /**
+   * How long any one call into a store written in JavaScript (`save`, `get`, `list`,
+   * `getResumeState`, `delete`) may take before it counts as failed (a write then kept in memory
+   * and tried again, as a refused one). At `shutdown()` every call is bounded by `windDownMs`
+   * instead. A record `get()` gives for another id is refused; a `list()` entry that is not a
+   * summary is set aside and reported to `onError` (action `read`) once. Default: 30,000 ms.
+   */
+  storeTimeoutMs?: number;
   /** When every sandbox slot is taken, suspend the session idle the longest. Default: `true`. */
   suspendIdleWhenFull?: boolean;
   /** Answers approvals before anyone sees them; `undefined` leaves one to a person. */
@@ -473,6 +497,20 @@ export interface SessionManagerOptions<METADATA> {
    * compacted (the deltas of each part joined). Default: 20,000.
    */
   reconnectBufferChunks?: number;
+  /**
+   * The bytes (about: each chunk's JSON) queued for any one reader of a turn that is not reading
+   * (its `stream`, a `reconnect()`, a `toUIMessageStreamResponse()` body): past it that reader is
+   * ended with a `SessionError` of code `SESSION_READER_BEHIND`, its queue let go of; the turn and
+   * its other readers go on (`reconnect()` reads it again). Default: 16 MiB.
+   */
+  readerBufferBytes?: number;
+  /**
+   * The bytes (about: each chunk's JSON) of a live turn's chunks kept for `reconnect()`. Past it
+   * none are kept: a reader that reconnects is brought up to the turn from the reply so far (the
+   * engine's, rebuilt as chunks: each part's text joined, the open parts left open), then reads it
+   * live, so that the turn's text is not kept a second time. Default: 64 MiB.
+   */
+  reconnectBufferBytes?: number;
 }
 
 /** A user message: `useChat`'s last message, or its text. */
@@ -635,12 +673,28 @@ export declare function getHarnessErrorMessage(error: unknown): string;
 /** Every error of the package. `isInstance()` recognizes one from any copy of the package. */
 export declare class SessionError extends Error {
   constructor(message: string, options?: { cause?: unknown });
-  /** A stable string: what went wrong, for programs. */
+  /**
+   * A stable string: what went wrong, for programs. A plain `SessionError` has `SESSION_ERROR`, or
+   * `SESSION_CHUNK`: a chunk of the agent's stream could not be carried (a `BigInt`, a cycle, a
+   * getter that throws, nesting past 100 levels, a field of the wrong type), and ended its turn
+   * alone; see {@link SessionChunkError}.
+   */
   readonly code: string;
   /** The HTTP status an API answers with. */
   readonly statusCode: number;
   static isInstance(error: unknown): error is SessionError;
 }
+
+/**
+ * What `onError` is given (action `'turn'`) when a chunk of the agent's stream cannot be carried:
+ * a `SessionError` whose `code` is `SESSION_CHUNK`. The turn ends there, its client sent an
+ * `error` chunk and its reply stored as far as the client read it; every other turn goes on.
+ */
+export type SessionChunkError = SessionError & {
+  readonly code: 'SESSION_CHUNK';
+  /** The `type` of the chunk at fault, when it had a string one. */
+  readonly chunkType?: string;
+};
 
 /**
  * No session has this id (404). Its `isInstance()`, and those of the classes below, also recognise

@@ -9,6 +9,7 @@ import { dockerHost as host, dockerSkipFor, image } from './support/docker.mjs';
 
 const require = createRequire(import.meta.url);
 const { dockerSandbox, isNativeSandboxSession } = require('../js/sandbox.js');
+const { sandboxPerSession, sharedSandbox } = require('../js/strategies.js');
 const { SessionInputError, SessionError } = require('../js/errors.js');
 
 const skip = dockerSkipFor(test);
@@ -22,6 +23,27 @@ async function text(stream) {
   const chunks = [];
   for await (const chunk of stream) chunks.push(chunk);
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** `GET url` from the host: the body, retried while the server starts (up to 15 s). */
+async function get(url) {
+  let last;
+  for (let i = 0; i < 150; i++) {
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(3000) });
+      return await response.text();
+    } catch (error) {
+      last = error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  throw last;
+}
+
+/** Runs `nc` to `host port` from `session`: its exit code and what it said. */
+async function connectFrom(session, host, port) {
+  const { exitCode, stdout, stderr } = await session.run({ command: `nc -w 3 ${host} ${port} </dev/null` });
+  return { exitCode, said: stdout + stderr };
 }
 
 function minimalHarness() {
@@ -90,7 +112,7 @@ dockerTest('a container session: run, spawn, abort, files, refusals', async () =
     ]) {
       await assert.rejects(action(), (error) => SessionInputError.isInstance(error) && error.path === path);
     }
-    await assert.rejects(session.getPortEndpoint({ port: 4000 }), /no network/);
+    await assert.rejects(session.getPortEndpoint({ port: 4000 }), /exposes no port/);
   } finally {
     await session.destroy();
   }
@@ -132,7 +154,14 @@ dockerTest('open() and fork(): views with their own ports and directories', asyn
     const view = await shared.fork({ ports: [41002], workingDirectory: 'sessions/s1' });
     assert.ok(isNativeSandboxSession(view));
     assert.equal(view.defaultWorkingDirectory, '/workspace/sessions/s1');
-    assert.deepEqual(await view.getPortEndpoint({ port: 41002, protocol: 'ws' }), { url: 'ws://127.0.0.1:41002' });
+    // The container has no network: the view's port is reached on a port of the host's loopback
+    // that the kernel picked for it.
+    const { url } = await view.getPortEndpoint({ port: 41002, protocol: 'ws' });
+    assert.match(url, /^ws:\/\/127\.0\.0\.1:\d+$/);
+    assert.notEqual(url, 'ws://127.0.0.1:41002');
+    await view.writeTextFile({ path: 'index.html', content: 'from the view' });
+    assert.equal((await view.run({ command: 'httpd -p 41002 -h .' })).exitCode, 0);
+    assert.match(await get(url.replace('ws:', 'http:')), /from the view/);
     assert.equal((await view.run({ command: 'pwd' })).stdout, '/workspace/sessions/s1\n');
     const sameAgain = await open();
     assert.equal(sameAgain.id, shared.id);
@@ -170,4 +199,65 @@ dockerTest('the real HarnessAgent creates a session on an agent-owned container'
   assert.equal((await resumed.run({ command: `ls -d /workspace/minimal-${sessionId}` })).exitCode, 0);
   await harnessSession.destroy();
   await assert.rejects(sandboxes.resumeSession({ sessionId }), /No sandbox container/);
+});
+
+dockerTest('a sandbox with ports reaches nothing of the host; each session has its own host port', async () => {
+  // A server of the test on the host's loopback: what no sandbox may reach.
+  const { createServer } = await import('node:net');
+  const server = createServer((socket) => socket.end('HOST SERVICE'));
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const hostPort = server.address().port;
+  const strategy = sandboxPerSession({ provider: dockerSandbox({ ...options, ports: [41011] }) });
+  const [a, b] = [await strategy.acquire(fresh('net-a'), { resume: false }), await strategy.acquire(fresh('net-b'), { resume: false })];
+  try {
+    const [one, two] = [a.sandboxSession, b.sandboxSession];
+    assert.deepEqual([...one.ports], [41011]);
+    assert.deepEqual([...two.ports], [41011]);
+    const urlOne = (await one.getPortEndpoint({ port: 41011 })).url;
+    const urlTwo = (await two.getPortEndpoint({ port: 41011 })).url;
+    assert.notEqual(urlOne, urlTwo, 'two sessions are handed different host ports');
+    for (const [session, text] of [[one, 'session one'], [two, 'session two']]) {
+      await session.writeTextFile({ path: 'site/index.html', content: text });
+      assert.equal((await session.run({ command: 'httpd -p 41011 -h site' })).exitCode, 0);
+    }
+    // Its own port still serves the host.
+    assert.equal(await get(urlOne), 'session one');
+    assert.equal(await get(urlTwo), 'session two');
+    // From inside: the host's loopback, the other session's host port, the metadata address.
+    const otherPort = new URL(urlTwo).port;
+    for (const [host, port] of [['127.0.0.1', hostPort], ['127.0.0.1', otherPort], ['169.254.169.254', 80]]) {
+      const { exitCode, said } = await connectFrom(one, host, port);
+      assert.notEqual(exitCode, 0, `${host}:${port} was reached from the sandbox: ${said}`);
+      assert.match(said, /refused|unreachable/, `${host}:${port}`);
+    }
+    assert.equal((await one.run({ command: 'ls /sys/class/net' })).stdout, 'lo\n');
+  } finally {
+    await a.close();
+    await b.close();
+    server.close();
+  }
+});
+
+dockerTest('sharedSandbox(): a daemon left by a closed session is gone before its port is handed out again', async () => {
+  const provider = dockerSandbox({ ...options, name: fresh('daemons') });
+  const shared = sharedSandbox({ open: provider, ports: [41021] });
+  const first = await shared.acquire(fresh('first'), { resume: false });
+  const view = first.sandboxSession;
+  await view.writeTextFile({ path: 'index.html', content: 'left behind' });
+  // `httpd` without -f makes itself a daemon; `setsid` and `nohup` would leave the group too.
+  assert.equal((await view.run({ command: 'httpd -p 41021 -h . && nohup sleep 600 >/dev/null 2>&1 &' })).exitCode, 0);
+  assert.equal(await get((await view.getPortEndpoint({ port: 41021 })).url), 'left behind');
+  await first.close();
+  const second = await shared.acquire(fresh('second'), { resume: false });
+  try {
+    assert.deepEqual([...second.sandboxSession.ports], [41021]);
+    const { exitCode, said } = await connectFrom(second.sandboxSession, '127.0.0.1', 41021);
+    assert.notEqual(exitCode, 0, `the closed session's daemon still answers: ${said}`);
+    const sleeping = await second.sandboxSession.run({ command: "ps -o args | grep -c '^sleep 600' || true" });
+    assert.equal(sleeping.stdout.trim(), '0', 'a process of the closed session outlived it');
+  } finally {
+    await second.close();
+    await shared.shutdown?.();
+    await (await provider()).destroy();
+  }
 });

@@ -9,7 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { prepareSandboxForHarness } from '@ai-sdk/harness/agent';
@@ -78,9 +78,18 @@ test('a session folder replaced by a link: refused, not resumed elsewhere, destr
   const elsewhere = join(base, `elsewhere-${id}`);
   mkdirSync(join(elsewhere, 'workspace'), { recursive: true });
   writeFileSync(join(elsewhere, 'workspace', 'notes.txt'), 'NOT YOURS');
-  // One command of the sandbox replaces its own folder with a link.
-  const moved = await session.run({ command: `mv '${folder}' '${folder}.old' && ln -s '${elsewhere}' '${folder}'` });
-  assert.equal(moved.exitCode, 0, moved.stderr);
+  // One command of the sandbox replaces its own folder with a link. Run as root, the sandbox's
+  // commands run as a user of their own who cannot touch the folder that holds the sessions: the
+  // test itself swaps the folder then.
+  const swap = `mv '${folder}' '${folder}.old' && ln -s '${elsewhere}' '${folder}'`;
+  const moved = await session.run({ command: swap });
+  if (process.getuid?.() === 0) {
+    assert.notEqual(moved.exitCode, 0, "a command of root's sandbox moved its own folder");
+    renameSync(folder, `${folder}.old`);
+    symlinkSync(elsewhere, folder);
+  } else {
+    assert.equal(moved.exitCode, 0, moved.stderr);
+  }
 
   await assert.rejects(session.readTextFile({ path: 'notes.txt' }), /moved, removed or replaced/);
   await assert.rejects(session.writeTextFile({ path: 'notes.txt', content: 'x' }), /moved, removed or replaced/);

@@ -221,3 +221,54 @@ test('the real HarnessAgent creates a session on a local sandbox, owned or share
   assert.ok(existsSync(view.defaultWorkingDirectory), 'a caller-owned sandbox is left alone');
   await shared.destroy();
 });
+
+test('run(): output past 64 MiB on a stream rejects with a SessionError, and the command is killed', { timeout: 120_000 }, async () => {
+  const session = await sandboxes.createSession({ sessionId: fresh('flood') });
+  try {
+    await assert.rejects(session.run({ command: 'head -c 70000000 /dev/zero; sleep 600' }), (error) => {
+      assert.ok(SessionError.isInstance(error), String(error));
+      assert.match(error.message, /more than 64 MiB to stdout/);
+      return true;
+    });
+    await assert.rejects(session.run({ command: 'head -c 70000000 /dev/zero >&2' }), /more than 64 MiB to stderr/);
+    // Just under the bound is kept whole.
+    const kept = await session.run({ command: 'head -c 1000000 /dev/zero | tr "\\0" x' });
+    assert.equal(kept.stdout.length, 1_000_000);
+  } finally {
+    await session.destroy();
+  }
+});
+
+test('the server keeps its secrets and a session its processes: environ, uid, background processes', { timeout: 120_000 }, async () => {
+  const session = await sandboxes.createSession({ sessionId: fresh('guard') });
+  try {
+    const environ = await session.run({ command: `cat /proc/${process.pid}/environ` });
+    assert.notEqual(environ.exitCode, 0, 'the server environment was read');
+    assert.equal(environ.stdout, '');
+    if (process.getuid?.() === 0) {
+      const uid = await session.run({ command: 'id -u' });
+      assert.notEqual(uid.stdout.trim(), '0', 'a command of a root server ran as root');
+      assert.notEqual(uid.stdout.trim(), '', uid.stderr);
+    }
+    const started = await session.run({
+      command: 'setsid sleep 600 >/dev/null 2>&1 & echo $!; nohup sleep 601 >/dev/null 2>&1 & echo $!; sleep 602 >/dev/null 2>&1 & echo $!',
+    });
+    const pids = started.stdout.split(/\s+/).filter(Boolean).map(Number);
+    assert.equal(pids.length, 3, started.stderr);
+    await session.destroy();
+    for (const pid of pids) {
+      let alive = true;
+      for (let i = 0; i < 300 && alive; i++) {
+        try {
+          process.kill(pid, 0);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        } catch {
+          alive = false;
+        }
+      }
+      assert.equal(alive, false, `process ${pid} outlived close`);
+    }
+  } finally {
+    await session.destroy();
+  }
+});

@@ -21,9 +21,9 @@ import { skippedRow, timeRow } from './report.mjs';
 
 export const title = 'Docker sandboxes: ready, suspend, resume, fork';
 
-const IMAGE = process.env.HARNESS_SESSIONS_TEST_IMAGE ?? 'harness-sessions-test:busybox';
+export const IMAGE = process.env.HARNESS_SESSIONS_TEST_IMAGE ?? 'harness-sessions-test:busybox';
 
-function dockerHost() {
+export function dockerHost() {
   if (process.env.DOCKER_HOST) return process.env.DOCKER_HOST;
   const socket = join(repoRoot, '.cache', 'docker', 'docker.sock');
   return existsSync(socket) ? `unix://${socket}` : undefined;
@@ -46,7 +46,7 @@ function engine(host, method, path) {
 }
 
 /** Why Docker cannot be measured, or `undefined` once the engine answers and the image is there. */
-async function dockerProblem(host, log) {
+export async function dockerProblem(host, log) {
   try {
     if ((await engine(host, 'GET', '/_ping')).status !== 200) return 'the Docker Engine does not answer';
   } catch (error) {
@@ -61,7 +61,7 @@ async function dockerProblem(host, log) {
 }
 
 /** Removes the containers whose names start with `prefix` (this run's). */
-async function removeContainers(host, prefix) {
+export async function removeContainers(host, prefix) {
   const filters = encodeURIComponent(JSON.stringify({ name: [prefix] }));
   const { body } = await engine(host, 'GET', `/containers/json?all=1&filters=${filters}`);
   let removed = 0;

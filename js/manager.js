@@ -53,7 +53,15 @@ function checkOptions(given) {
   }
   const options = data({ ...rest, sandboxes: { capacity } }, '');
   const settings = json({ options, approves: functions.approve !== undefined }, 'options');
-  return { ...functions, sandboxes, store, reconnectBufferChunks: options.reconnectBufferChunks, settings };
+  return {
+    ...functions,
+    sandboxes,
+    store,
+    reconnectBufferChunks: options.reconnectBufferChunks,
+    readerBufferBytes: options.readerBufferBytes,
+    reconnectBufferBytes: options.reconnectBufferBytes,
+    settings,
+  };
 }
 
 /**
@@ -78,7 +86,13 @@ function createSessionManager(given) {
   };
 
   let manager;
-  const turns = new Turns(() => manager, clientMessage, options.reconnectBufferChunks);
+  const turns = new Turns(() => manager, clientMessage, {
+    bufferChunks: options.reconnectBufferChunks,
+    bufferBytes: options.reconnectBufferBytes,
+    readerBytes: options.readerBufferBytes,
+    report: (error, sessionId) =>
+      reportError(error, sessionId === undefined ? { action: 'turn' } : { action: 'turn', sessionId }),
+  });
   // sharedSandbox() and sandboxPerSession() are strategies in Rust: the manager uses them directly.
   const nativeSandboxes = nativeSandboxesOf(options.sandboxes);
   const host = createHost({
@@ -141,7 +155,7 @@ function createSessionManager(given) {
 
   async function startTurn(id, abortSignal, asksOutput, begin) {
     need(abortSignal === undefined || abortSignal instanceof AbortSignal, 'abortSignal', 'abortSignal must be an AbortSignal');
-    const turn = turns.open(abortSignal, asksOutput);
+    const turn = turns.open(abortSignal, asksOutput, id);
     // A message waiting for a command of exec() (or a preparing session) is cut by its signal.
     const cut = () => manager.cancelWaiting(turn.turnId);
     if (abortSignal !== undefined) {

@@ -63,6 +63,52 @@ function toolChunks(part) {
   return chunks;
 }
 
+/**
+ * The chunks that bring a reader joining a live turn to where it stands, from `reply` (what the
+ * engine's `replySoFar()` gives: the message so far, `inputParts`, and the parts still open): the
+ * parts of the turn's own (after the `inputParts` of the message it continues), the open text and
+ * reasoning parts under their own ids and left open, a streaming tool input with its text so far,
+ * and no `finish-step` or `finish` (the live chunks that follow carry them).
+ */
+function liveChunks({ message, inputParts = 0, openText = {}, openReasoning = {}, toolInputs = {} }) {
+  const chunks = [{ type: 'start', messageId: message.id }];
+  if (message.metadata !== undefined) chunks[0].messageMetadata = message.metadata;
+  const openIds = new Map();
+  for (const [id, index] of Object.entries(openText)) openIds.set(index, id);
+  for (const [id, index] of Object.entries(openReasoning)) openIds.set(index, id);
+  let step = false;
+  let n = 0;
+  const parts = message.parts ?? [];
+  for (let index = inputParts; index < parts.length; index++) {
+    const part = parts[index];
+    const type = part?.type;
+    if (type === 'step-start') {
+      if (step) chunks.push({ type: 'finish-step' });
+      chunks.push({ type: 'start-step' });
+      step = true;
+    } else if (type === 'text' || type === 'reasoning') {
+      const open = openIds.get(index);
+      const id = open ?? (typeof part.id === 'string' ? part.id : `${type}-rebuilt-${n++}`);
+      chunks.push({ type: `${type}-start`, id });
+      if (part.text !== '') chunks.push({ type: `${type}-delta`, id, delta: part.text });
+      if (open === undefined) chunks.push({ type: `${type}-end`, id });
+    } else if ((type === 'dynamic-tool' || (typeof type === 'string' && type.startsWith('tool-'))) && part.state === 'input-streaming') {
+      const dynamic = type === 'dynamic-tool';
+      chunks.push({
+        type: 'tool-input-start',
+        toolCallId: part.toolCallId,
+        toolName: dynamic ? part.toolName : type.slice('tool-'.length),
+        ...(dynamic ? { dynamic: true } : {}),
+      });
+      const text = toolInputs[part.toolCallId];
+      if (typeof text === 'string' && text !== '') chunks.push({ type: 'tool-input-delta', toolCallId: part.toolCallId, inputTextDelta: text });
+    } else {
+      chunks.push(...messageChunks({ id: message.id, parts: [part] }).slice(1, -1));
+    }
+  }
+  return chunks;
+}
+
 /** A stream of `chunks`, closed after the last. */
 function streamOf(chunks) {
   return new ReadableStream({
@@ -73,4 +119,4 @@ function streamOf(chunks) {
   });
 }
 
-module.exports = { messageChunks, streamOf };
+module.exports = { liveChunks, messageChunks, streamOf };

@@ -184,22 +184,43 @@ function encode(text, encoding = 'utf-8') {
   if (typeof text !== 'string') {
     throw new SessionInputError({ path: 'content', message: 'content: expected a string.' });
   }
-  const nodeEncoding = NODE_ENCODINGS[String(encoding).toLowerCase()];
+  const nodeEncoding = unconvertible(encoding) ? undefined : NODE_ENCODINGS[String(encoding).toLowerCase()];
   if (nodeEncoding === undefined) {
     throw new SessionInputError({
       path: 'encoding',
-      message: `encoding: ${JSON.stringify(encoding)} cannot be written; use utf-8, utf-16le, latin1 or ascii.`,
+      message: `encoding: ${shown(encoding)} cannot be written; use utf-8, utf-16le, latin1 or ascii.`,
     });
   }
   return Buffer.from(text, nodeEncoding);
 }
 
+/** Whether `value` is one no string or number can be made of (a symbol, a BigInt). */
+function unconvertible(value) {
+  return typeof value === 'symbol' || typeof value === 'bigint';
+}
+
+/** `value` in a message: as JSON, or by its type when it has none (a symbol, a BigInt, a cycle). */
+function shown(value) {
+  if (unconvertible(value)) return `a ${typeof value}`;
+  try {
+    return JSON.stringify(value) ?? `a ${typeof value}`;
+  } catch {
+    return `a ${typeof value}`;
+  }
+}
+
 function decodeLines(bytes, { encoding = 'utf-8', startLine, endLine }) {
+  for (const [name, value] of [['startLine', startLine], ['endLine', endLine]]) {
+    if (unconvertible(value)) {
+      throw new SessionInputError({ path: name, message: `${name}: expected a line number, not ${shown(value)}.` });
+    }
+  }
   let decoder;
   try {
+    if (unconvertible(encoding)) throw new TypeError('not an encoding');
     decoder = new TextDecoder(encoding);
   } catch {
-    throw new SessionInputError({ path: 'encoding', message: `encoding: ${JSON.stringify(encoding)} is not an encoding.` });
+    throw new SessionInputError({ path: 'encoding', message: `encoding: ${shown(encoding)} is not an encoding.` });
   }
   const text = decoder.decode(bytes);
   if (startLine == null && endLine == null) return text;

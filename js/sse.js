@@ -18,27 +18,51 @@ const { ReadAhead } = require('./read-ahead.js');
 const encoder = new TextEncoder();
 const DONE = encoder.encode('data: [DONE]\n\n');
 
+/** The encoded bytes queued ahead of a body's reader before the pump waits for it. */
+const AHEAD_BYTES = 64 * 1024;
+
 /**
  * Each chunk of `stream` as `data: <json>\n\n`, then `data: [DONE]\n\n`, as bytes: a pump
- * reading `stream` ahead (`ReadAhead`), cheaper than a `TransformStream` piped through. A failure
- * of `stream` fails the bytes; cancelling the bytes cancels `stream`.
+ * reading `stream` ahead (`ReadAhead`), cheaper than a `TransformStream` piped through. It keeps
+ * at most about `AHEAD_BYTES` encoded ahead of the body's reader, then waits for it: a body nobody
+ * reads leaves the chunks in `stream` (shared with the turn's other readers, and bounded there by
+ * `readerBufferBytes`), not a copy of them as bytes. A failure of `stream` fails the bytes;
+ * cancelling the bytes cancels `stream`.
  */
 function sseBytes(stream) {
   const reader = new ReadAhead(stream);
   let controller;
   let cancelled = false;
-  const bytes = new ReadableStream({
-    start(c) {
-      controller = c;
+  let wake;
+  const bytes = new ReadableStream(
+    {
+      start(c) {
+        controller = c;
+      },
+      pull() {
+        const resume = wake;
+        wake = undefined;
+        resume?.();
+      },
+      cancel(reason) {
+        cancelled = true;
+        const resume = wake;
+        wake = undefined;
+        resume?.();
+        return reader.cancel(reason);
+      },
     },
-    cancel(reason) {
-      cancelled = true;
-      return reader.cancel(reason);
-    },
-  });
+    { highWaterMark: AHEAD_BYTES, size: (chunk) => chunk.byteLength },
+  );
   void (async () => {
     try {
       for (;;) {
+        if (controller.desiredSize <= 0) {
+          await new Promise((resolve) => {
+            wake = resolve;
+          });
+          if (cancelled) return;
+        }
         const { done, value } = await reader.read();
         if (done) break;
         if (cancelled) return;

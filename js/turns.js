@@ -9,12 +9,19 @@
  * the turn ends: the pump holds `finish` back, and the engine sends it once the session is written.
  */
 
-const { keeper, SessionOutputError } = require('./errors.js');
+const { keeper, SessionError, SessionOutputError } = require('./errors.js');
 const { hold } = require('./keep-alive.js');
 const { ReadAhead } = require('./read-ahead.js');
+const { TurnReader } = require('./reader.js');
+const { liveChunks } = require('./replay.js');
+const { CHUNK_ERROR_CODE, encodeChunk, jsonText, plainDelta, wellFormedDelta } = require('./chunks.js');
+const { checkChunk } = require('./native.js');
 
 /** The most chunks a batch holds before it is reported. */
 const BATCH = 512;
+
+/** The full batches read between two turns of the event loop. */
+const YIELD_EVERY_BATCHES = 2;
 
 /**
  * The deltas reported joined: a run of them for one part (same id, no field but `type`, `id` and
@@ -25,6 +32,46 @@ const MERGED = { 'text-delta': true, 'reasoning-delta': true };
 
 /** The chunks of a live turn kept for `reconnect()` before they are compacted: see `Replay`. */
 const DEFAULT_RECONNECT_BUFFER_CHUNKS = 20_000;
+
+/** The bytes of a live turn's chunks kept for `reconnect()`: 64 MiB. */
+const DEFAULT_RECONNECT_BUFFER_BYTES = 64 * 1024 * 1024;
+
+/** The bytes queued for one reader that is not reading before it is ended: 16 MiB. */
+const DEFAULT_READER_BUFFER_BYTES = 16 * 1024 * 1024;
+
+/** The code of the error a reader that fell too far behind is ended with. */
+const READER_BEHIND_CODE = 'SESSION_READER_BEHIND';
+
+/** How long a reader far behind may read nothing before the turn stops waiting for it. */
+const STALL_MS = 1000;
+
+/** The readers that stopped reading while far behind: the turn does not wait for them again. */
+const STALLED = new WeakSet();
+
+/** The size in bytes of chunks whose JSON the pump wrote (the others are estimated). */
+const SIZES = new WeakMap();
+
+/**
+ * About the bytes `chunk` holds: its JSON's length when the pump wrote it, else its delta's and a
+ * little. The queuing strategy of every reader of a turn counts with it.
+ */
+function chunkBytes(chunk) {
+  const size = SIZES.get(chunk);
+  if (size !== undefined) return size;
+  const delta = chunk?.delta;
+  return typeof delta === 'string' ? delta.length + 48 : 256;
+}
+
+
+/** The error a reader `bound` bytes behind is ended with. */
+function readerBehind(bound) {
+  const error = new SessionError(
+    `This reader of the turn fell more than ${bound} bytes behind (readerBufferBytes) and was ended; the turn goes on: reconnect to read it again.`,
+  );
+  error.code = READER_BEHIND_CODE;
+  error.statusCode = 503;
+  return error;
+}
 
 class Turns {
   #native;
@@ -39,18 +86,40 @@ class Turns {
    */
   #byReply = new Map();
   #bufferChunks;
+  #bufferBytes;
+  #readerBytes;
+  #report;
   #next = 1;
 
   /**
    * @param {() => any} native the `NativeManager`, once it exists
    * @param {(error: unknown) => string} clientMessage what a client is told of an error
    *   (`clientMessenger()` of `js/harness-errors.js`)
-   * @param {number} [bufferChunks] the chunks of a turn kept as they are for `reconnect()`
+   * @param {object} [options]
+   * @param {number} [options.bufferChunks] the chunks of a turn kept as they are for `reconnect()`
+   * @param {number} [options.bufferBytes] the bytes of a turn's chunks kept for `reconnect()`,
+   *   past which none are kept (`reconnectBufferBytes`)
+   * @param {number} [options.readerBytes] the bytes queued for one reader that does not read,
+   *   past which it is ended (`readerBufferBytes`)
+   * @param {(error: unknown, sessionId: string | undefined) => void} [options.report] told of a
+   *   chunk that ended its turn (the application's `onError`, action `turn`)
    */
-  constructor(native, clientMessage, bufferChunks = DEFAULT_RECONNECT_BUFFER_CHUNKS) {
+  constructor(
+    native,
+    clientMessage,
+    {
+      bufferChunks = DEFAULT_RECONNECT_BUFFER_CHUNKS,
+      bufferBytes = DEFAULT_RECONNECT_BUFFER_BYTES,
+      readerBytes = DEFAULT_READER_BUFFER_BYTES,
+      report = () => {},
+    } = {},
+  ) {
     this.#native = native;
     this.#clientMessage = clientMessage;
     this.#bufferChunks = bufferChunks;
+    this.#bufferBytes = bufferBytes;
+    this.#readerBytes = readerBytes;
+    this.#report = report;
   }
 
   /** A number no turn under way has: for a command of `exec()`, which shares their numbering. */
@@ -64,13 +133,14 @@ class Turns {
    * A new turn's number and client stream, before the engine starts it.
    * @param {AbortSignal} [callerSignal] the caller's signal: the agent's is it combined with ours
    * @param {boolean} [asksOutput] whether the turn asks a structured answer (`output`)
+   * @param {string} [owner] the session whose turn it is, for what is reported of it
    */
-  open(callerSignal, asksOutput = false) {
+  open(callerSignal, asksOutput = false, owner = undefined) {
     const turnId = this.#next;
     this.#next = this.#next >= 0xfffffffe ? 1 : this.#next + 1;
     const turn = {
       turnId,
-      controller: undefined,
+      client: undefined,
       gone: false,
       closed: false,
       abort: new AbortController(),
@@ -79,19 +149,18 @@ class Turns {
       rejectDone: undefined,
       release: hold(),
       sessionId: undefined,
-      replay: new Replay(this.#bufferChunks),
+      owner,
+      replay: new Replay(this.#bufferChunks, this.#bufferBytes),
       followers: new Set(),
+      /** The readers more than half their bound behind, since the last chunk. */
+      behind: new Set(),
     };
     // A client that cancels only stops reading: the turn goes on, for the readers that
     // reconnect and for the store.
-    turn.stream = new ReadableStream({
-      start: (controller) => {
-        turn.controller = controller;
-      },
-      cancel: () => {
-        turn.gone = true;
-      },
+    turn.client = new TurnReader(() => {
+      turn.gone = true;
     });
+    turn.stream = turn.client.stream;
     turn.done = new Promise((resolve, reject) => {
       turn.resolveDone = resolve;
       turn.rejectDone = reject;
@@ -129,32 +198,92 @@ class Turns {
     if (turn === undefined || turn.closed) return undefined;
     if (replyId !== undefined && turn.replyId !== replyId) return undefined;
     if (turn.sessionId !== undefined && turn.sessionId !== sessionId) return undefined;
-    let own;
-    const stream = new ReadableStream({
-      start: (controller) => {
-        own = controller;
-        for (const chunk of turn.replay.chunks()) controller.enqueue(chunk);
-        turn.followers.add(controller);
-      },
-      cancel: () => {
-        turn.followers.delete(own);
-      },
-    });
-    return { stream, done: turn.done, output: turn.output };
+    const reader = new TurnReader(() => turn.followers.delete(reader));
+    if (turn.replay.overflowed) {
+      // Past `reconnectBufferBytes` nothing was kept: the reader is brought up to the turn from
+      // the engine's reply, asked once the chunks sent so far are reported (so that it holds them
+      // all), and the chunks that come meanwhile wait behind.
+      reader.hold();
+      turn.followers.add(reader);
+      turn.flushNow?.();
+      this.#native()
+        .replySoFar(turn.turnId)
+        .then(
+          (text) => {
+            if (text == null) throw new Error('the turn ended first');
+            reader.release(liveChunks(JSON.parse(text)));
+          },
+          (error) => {
+            throw error;
+          },
+        )
+        .catch((error) => {
+          turn.followers.delete(reader);
+          reader.error(new SessionError(`This reader could not be brought up to the turn (${messageOf(error)}): read the session instead.`));
+        });
+    } else {
+      // The replay's chunks are the turn's own (shared, not counted against the reader's bound).
+      for (const chunk of turn.replay.chunks()) reader.push(chunk, 0);
+      turn.followers.add(reader);
+    }
+    return { stream: reader.stream, done: turn.done, output: turn.output };
   }
 
   /** Sends `chunk` to every reader of the turn and keeps it for those that reconnect. */
   #emit(turn, chunk) {
-    if (!turn.gone) turn.controller.enqueue(chunk);
-    turn.replay.push(chunk);
-    if (turn.followers.size === 0) return;
-    for (const follower of turn.followers) {
-      try {
-        follower.enqueue(chunk);
-      } catch {
-        turn.followers.delete(follower);
+    const bound = this.#readerBytes;
+    const half = bound / 2;
+    const size = chunkBytes(chunk);
+    if (!turn.gone) {
+      const client = turn.client;
+      client.push(chunk, size);
+      const backlog = client.backlog;
+      if (backlog > bound) {
+        // A client that does not read is ended, not kept: the turn goes on for the others.
+        turn.gone = true;
+        client.error(readerBehind(bound));
+      } else if (backlog > half && !STALLED.has(client)) {
+        turn.behind.add(client);
       }
     }
+    turn.replay.push(chunk, size);
+    if (turn.followers.size === 0) return;
+    for (const follower of turn.followers) {
+      follower.push(chunk, size);
+      const backlog = follower.backlog;
+      if (backlog > bound) {
+        turn.followers.delete(follower);
+        follower.error(readerBehind(bound));
+      } else if (backlog > half && !STALLED.has(follower)) {
+        turn.behind.add(follower);
+      }
+    }
+  }
+
+  /**
+   * Waits while a reader of the turn is more than half its bound behind and still reading: the
+   * agent's stream is then read no faster than that reader (a fast agent does not outrun a client
+   * reading at the network's pace into an error). A reader that reads nothing for `STALL_MS` is
+   * waited for no more: the turn goes on, and the reader is ended at its bound.
+   */
+  async #relieve(turn) {
+    const half = this.#readerBytes / 2;
+    for (const reader of turn.behind) {
+      let last = reader.backlog;
+      let since = Date.now();
+      while (!turn.closed && !reader.done && reader.backlog > half) {
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        const now = reader.backlog;
+        if (now < last) {
+          last = now;
+          since = Date.now();
+        } else if (Date.now() - since > STALL_MS) {
+          STALLED.add(reader);
+          break;
+        }
+      }
+    }
+    turn.behind.clear();
   }
 
   /** The turn is over: its readers' streams end; `reconnect()` no longer finds it. */
@@ -164,10 +293,8 @@ class Turns {
     if (turn.replyId !== undefined && this.#byReply.get(turn.replyId) === turn) this.#byReply.delete(turn.replyId);
     turn.closed = true;
     for (const follower of turn.followers) {
-      try {
-        if (error === undefined) follower.close();
-        else follower.error(error);
-      } catch {}
+      if (error === undefined) follower.close();
+      else follower.error(error);
     }
     turn.followers.clear();
     turn.replay.clear();
@@ -183,9 +310,7 @@ class Turns {
   discard(turn, error) {
     this.#end(turn, error);
     turn.release();
-    try {
-      turn.controller.error(error);
-    } catch {}
+    turn.client.error(error);
     turn.rejectDone(error);
     turn.rejectOutput(error);
   }
@@ -223,35 +348,62 @@ class Turns {
         return this.#clientMessage(error);
       },
     });
-    void this.#pump(turn, stream, result, { dropStart }, () => failure);
+    this.#pump(turn, stream, result, { dropStart }, () => failure).catch((error) =>
+      this.#pumpFailed(turn.turnId, error),
+    );
   }
 
   async #pump(turn, stream, result, { dropStart }, failureOf) {
     const native = this.#native();
     const { turnId } = turn;
+    // Each chunk's JSON text (see `js/chunks.js`), or the merged delta it ends with (see `MERGED`):
+    // the next delta of the same part is joined into it.
     let batch = [];
     let counted = 0;
-    // The delta the batch ends with, when it is one of ours (see `MERGED`): the next delta of the
-    // same part is joined into it.
+    let slices = 0;
     let merged;
     let scheduled = false;
+    let thrown;
     const flush = () => {
       scheduled = false;
       if (batch.length === 0) return;
-      const json = JSON.stringify(batch);
+      let json = '[';
+      for (let i = 0; i < batch.length; i++) {
+        const item = batch[i];
+        if (i > 0) json += ',';
+        json += typeof item === 'string' ? item : JSON.stringify(item);
+      }
+      json += ']';
       batch = [];
       counted = 0;
       merged = undefined;
       native.feed(turnId, json);
     };
-    let thrown;
+    // Run by `setImmediate`: nothing it throws may reach the event loop.
+    const flushSoon = () => {
+      try {
+        flush();
+      } catch (error) {
+        thrown ??= error;
+      }
+    };
+    turn.flushNow = flushSoon;
     let reader;
     try {
       reader = new ReadAhead(stream);
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
-        const type = value.type;
+        let chunk = value;
+        let type;
+        let json;
+        if (chunk !== null && typeof chunk === 'object' && MERGED[(type = chunk.type)] === true && plainDelta(chunk)) {
+          chunk = wellFormedDelta(chunk);
+        } else {
+          ({ chunk, json } = encodeChunk(chunk, checkChunk));
+          type = chunk.type;
+          if (json.length > 256 && chunk !== null && typeof chunk === 'object') SIZES.set(chunk, json.length);
+        }
         // `finish` and `abort` are sent by the engine at the end (after the metadata of a cut
         // reply); approval requests once the stream that carried them ends (then the answers
         // `approve` gave them), as the reference sends them.
@@ -260,31 +412,45 @@ class Turns {
           type === 'abort' ||
           type === 'tool-approval-request' ||
           (dropStart && type === 'start');
-        if (!held && !turn.closed) this.#emit(turn, value);
-        if (MERGED[type] === true && typeof value.delta === 'string' && plainDelta(value)) {
-          if (merged !== undefined && merged.type === type && merged.id === value.id) merged.delta += value.delta;
-          else batch.push((merged = { type, id: value.id, delta: value.delta }));
+        if (!held && !turn.closed) this.#emit(turn, chunk);
+        if (json === undefined) {
+          if (merged !== undefined && merged.type === type && merged.id === chunk.id) merged.delta += chunk.delta;
+          else batch.push((merged = { type, id: chunk.id, delta: chunk.delta }));
         } else {
           merged = undefined;
-          batch.push(value);
+          batch.push(json);
         }
-        if (++counted >= BATCH) flush();
-        else if (!scheduled) {
+        if (++counted >= BATCH) {
+          flush();
+          // An agent whose chunks are all there at once is read in slices: the event loop runs
+          // between them (other turns, timers, I/O), never blocked for the whole turn.
+          if (++slices % YIELD_EVERY_BATCHES === 0) await new Promise(setImmediate);
+        } else if (!scheduled) {
           scheduled = true;
-          setImmediate(flush);
+          setImmediate(flushSoon);
         }
+        // Only once the chunk is in the batch: a reader that reconnects meanwhile is rebuilt from
+        // what the batches hold.
+        if (turn.behind.size > 0) await this.#relieve(turn);
       }
     } catch (error) {
       thrown = error;
     }
-    reader?.stop();
-    try {
-      flush();
-    } catch (error) {
-      thrown ??= error;
+    if (thrown !== undefined && reader !== undefined) {
+      // The turn ends here: the agent's stream is not read further.
+      reader.cancel(thrown).catch(() => {});
+      if (thrown?.code === CHUNK_ERROR_CODE) {
+        try {
+          this.#report(thrown, turn.owner);
+        } catch {}
+      }
+    } else {
+      reader?.stop();
     }
+    flushSoon();
     const failure = failureOf() ?? thrown;
-    const end = { usage: await usageOf(result) };
+    const usage = await usageOf(result);
+    const end = {};
     // Cut by the caller's own signal: the engine closes the reply's open parts, as for any cut.
     if (turn.callerSignal?.aborted === true) end.callerAborted = true;
     if (failure !== undefined) {
@@ -293,7 +459,19 @@ class Turns {
         this.#emit(turn, { type: 'error', errorText: this.#clientMessage(thrown) });
       }
     }
-    native.feedEnd(turnId, JSON.stringify(end));
+    // A usage JSON cannot carry (a cycle) is left out rather than the end lost.
+    native.feedEnd(turnId, jsonText({ usage, ...end }) ?? jsonText(end));
+  }
+
+  /**
+   * The pump itself failed (the engine refused its end): the turn is ended with `error` as far as
+   * can be, and nothing reaches the event loop.
+   */
+  #pumpFailed(turnId, error) {
+    try {
+      const end = { error: { message: messageOf(error), origin: keeper.keep(error) } };
+      this.#native().feedEnd(turnId, jsonText(end) ?? '{}');
+    } catch {}
   }
 
   /** Chunks the engine sends the client of turn `turnId`. */
@@ -326,11 +504,7 @@ class Turns {
     );
     this.#end(turn);
     turn.release();
-    if (!turn.gone) {
-      try {
-        turn.controller.close();
-      } catch {}
-    }
+    if (!turn.gone) turn.client.close();
     turn.resolveDone(session);
   }
 
@@ -351,13 +525,25 @@ class Replay {
   #kept = [];
   #bound;
   #next;
+  #bytes = 0;
+  #maxBytes;
+  /** Past `maxBytes`: nothing is kept, a reader that reconnects is rebuilt from the engine's reply. */
+  overflowed = false;
 
-  constructor(bound) {
+  constructor(bound, maxBytes = DEFAULT_RECONNECT_BUFFER_BYTES) {
     this.#bound = bound;
     this.#next = bound;
+    this.#maxBytes = maxBytes;
   }
 
-  push(chunk) {
+  push(chunk, size) {
+    if (this.overflowed) return;
+    this.#bytes += size;
+    if (this.#bytes > this.#maxBytes) {
+      this.overflowed = true;
+      this.#kept = [];
+      return;
+    }
     this.#kept.push(chunk);
     if (this.#kept.length > this.#next) {
       this.#kept = compact(this.#kept);
@@ -404,14 +590,6 @@ function compact(chunks) {
   return out;
 }
 
-/** Whether delta `chunk` has no field but `type`, `id` and `delta`: one that can be joined. */
-function plainDelta(chunk) {
-  for (const key in chunk) {
-    if (key !== 'type' && key !== 'id' && key !== 'delta') return false;
-  }
-  return true;
-}
-
 /** The turn's `totalUsage`, when it settles soon after the stream: the agent may never settle it. */
 async function usageOf(result) {
   let timer;
@@ -433,13 +611,17 @@ function plainUsage(usage) {
 }
 
 function messageOf(error) {
-  if (error instanceof Error) return error.message;
-  if (typeof error === 'string') return error;
   try {
+    if (error instanceof Error) return String(error.message);
+    if (typeof error === 'string') return error;
     return JSON.stringify(error) ?? String(error);
   } catch {
-    return String(error);
+    try {
+      return String(error);
+    } catch {
+      return 'The turn failed.';
+    }
   }
 }
 
-module.exports = { Turns, messageOf, settleOutput, DEFAULT_RECONNECT_BUFFER_CHUNKS };
+module.exports = { Turns, messageOf, settleOutput, DEFAULT_RECONNECT_BUFFER_CHUNKS, DEFAULT_READER_BUFFER_BYTES, READER_BEHIND_CODE };

@@ -63,11 +63,16 @@ export async function claudeCodeSuite(kind) {
     /** The options of a sandbox provider with `ports`, as a child process can rebuild it. */
     providerConfig(ports, name) {
       if (kind === 'docker') {
-        return { docker: { image, host: dockerHost, namePrefix: containerPrefix, ports, env: suite.world.env, memory: '2g', ...(name ? { name } : {}) } };
+        // The container has no network: the mock model on the host's loopback is its one way out.
+        const allowedHosts = [new URL(suite.world.mock.url).host];
+        return { docker: { image, host: dockerHost, namePrefix: containerPrefix, ports, allowedHosts, env: suite.world.env, memory: '2g', ...(name ? { name } : {}) } };
       }
       const home = join(scratch, 'home');
       mkdirSync(home, { recursive: true });
-      const env = { ...suite.world.env, HOME: home, PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' };
+      // Run as root, each sandbox's commands run as a user of its own, who can write only in its
+      // folder: the sandbox's own HOME then (a HOME shared by the sessions would be no one's).
+      const shared = process.getuid?.() === 0 ? {} : { HOME: home };
+      const env = { ...suite.world.env, ...shared, PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' };
       return { local: { root: join(scratch, 'sandboxes'), ports, env, ...(name ? { name } : {}) } };
     },
     provider(ports, name) {

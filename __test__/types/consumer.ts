@@ -16,6 +16,7 @@ import {
   SessionOutputError,
   SessionStoreUnavailableError,
   type ImportedItem,
+  type SessionChunkError,
   type SessionEvent,
   type SessionManager,
   type SessionSandboxes,
@@ -196,3 +197,12 @@ const unavailable: SessionStoreUnavailableError = new SessionStoreUnavailableErr
 const unavailableCode: 'SESSION_STORE_UNAVAILABLE' = unavailable.code;
 void unavailableCode;
 if (SessionStoreUnavailableError.isInstance(unavailable as unknown)) void unavailable.statusCode;
+
+// A chunk the agent's stream gave that could not be carried: onError, action 'turn'.
+export function chunkTypeOf(error: unknown): string | undefined {
+  if (SessionError.isInstance(error) && error.code === 'SESSION_CHUNK') {
+    const chunk = error as SessionChunkError;
+    return chunk.chunkType;
+  }
+  return undefined;
+}

@@ -5,6 +5,7 @@
 //! that only queues the text for the engine, so that the hot path does no work on Node's thread.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use napi::bindgen_prelude::{Function, Promise};
 use napi::threadsafe_function::ThreadsafeFunction;
@@ -16,7 +17,8 @@ use serde_json::Value;
 
 use super::error::{guard, guard_sync, Settled};
 use super::host::{host_failure, Host};
-use super::seams::{Feeds, JsAgent, JsClients, JsHooks, JsSandboxes, JsStore};
+use super::js_store::{JsStore, DEFAULT_STORE_TIMEOUT};
+use super::seams::{Feeds, JsAgent, JsClients, JsHooks, JsSandboxes};
 use super::store::NativeStore;
 use super::strategies::NativeSessionSandboxes;
 use crate::engine::agent::{EncodedChunks, TurnEnd, TurnFailure, TurnReport};
@@ -61,10 +63,20 @@ struct Options {
     wind_down_ms: Option<Millis>,
     #[serde(default, deserialize_with = "input::present")]
     suspend_idle_when_full: Option<Flag>,
+    #[serde(default, deserialize_with = "input::present")]
+    store_timeout_ms: Option<Millis>,
     /// Used by `js/turns.js`; checked here with the others.
     #[allow(dead_code)]
     #[serde(default, deserialize_with = "input::present")]
     reconnect_buffer_chunks: Option<Count<0>>,
+    /// Used by `js/turns.js`; checked here with the others.
+    #[allow(dead_code)]
+    #[serde(default, deserialize_with = "input::present")]
+    reader_buffer_bytes: Option<Bytes>,
+    /// Used by `js/turns.js`; checked here with the others.
+    #[allow(dead_code)]
+    #[serde(default, deserialize_with = "input::present")]
+    reconnect_buffer_bytes: Option<Bytes>,
     #[serde(default, deserialize_with = "input::present")]
     sandboxes: Option<SandboxesOptions>,
 }
@@ -77,7 +89,9 @@ struct SandboxesOptions {
     capacity: Option<Count<1>>,
 }
 
-fn read_options(json: &str) -> Result<(ManagerOptions, Option<u32>, bool)> {
+/// The manager's options, its sandboxes' capacity, whether `approve` was given, and the bound of
+/// each call into a store written in JavaScript.
+fn read_options(json: &str) -> Result<(ManagerOptions, Option<u32>, bool, Duration)> {
     let settings: Settings = input::read_json(json, "options", "createSessionManager()")?;
     let options: Options = input::read(settings.options, "options", "createSessionManager()")?;
     let defaults = ManagerOptions::default();
@@ -97,7 +111,10 @@ fn read_options(json: &str) -> Result<(ManagerOptions, Option<u32>, bool)> {
         .sandboxes
         .and_then(|sandboxes| sandboxes.capacity)
         .map(|Count(capacity)| capacity);
-    Ok((manager, capacity, settings.approves))
+    let store_timeout = options
+        .store_timeout_ms
+        .map_or(DEFAULT_STORE_TIMEOUT, |Millis(d)| d);
+    Ok((manager, capacity, settings.approves, store_timeout))
 }
 
 /// Parses a JSON argument, naming it when it is not what it should be.
@@ -230,16 +247,14 @@ impl NativeManager {
         sandboxes: Option<&NativeSessionSandboxes>,
     ) -> napi::Result<NativeManager> {
         // The options first: bad ones are refused before anything is made.
-        let (options, capacity, approves) = guard_sync(&env, || read_options(&options_json))?;
+        let (options, capacity, approves, store_timeout) =
+            guard_sync(&env, || read_options(&options_json))?;
         let host = Arc::new(Host::new(host)?);
         guard_sync(&env, || {
             let feeds = Arc::new(Feeds::default());
             let store: Arc<dyn SessionStore> = match store {
                 Some(store) => store.store(),
-                None => Arc::new(JsStore {
-                    host: host.clone(),
-                    unreadable: Default::default(),
-                }),
+                None => Arc::new(JsStore::new(host.clone(), store_timeout)),
             };
             let seams = Seams {
                 agent: Arc::new(JsAgent {
@@ -538,6 +553,18 @@ impl NativeManager {
             Some(feed) => feed.report(TurnReport::Encoded(json_chunks(chunks_json))),
             None => false,
         }
+    }
+
+    /// The reply of turn `turn_id` as it stands once the chunks fed before are taken (see
+    /// `MessageAccumulator::message_so_far`), as JSON; `null` once the turn is over.
+    #[napi]
+    pub async fn reply_so_far(&self, turn_id: u32) -> Option<String> {
+        let feed = self.feeds.get(u64::from(turn_id))?;
+        let (answer, reply) = tokio::sync::oneshot::channel();
+        if !feed.report(TurnReport::Reply(answer)) {
+            return None;
+        }
+        reply.await.ok().flatten()
     }
 
     /// The end of a turn's stream: `{ usage?, error?: { message, origin? } }` as JSON.

@@ -14,6 +14,7 @@ mod diagnostics;
 mod error;
 mod given;
 mod host;
+mod js_store;
 mod manager;
 mod protocol;
 mod sandbox;

@@ -15,7 +15,7 @@
 //! | `session.turn`, `.unfinished`, `.stop`, `.destroy`, `.exec` | `seams::JsHarnessSession` | `js/host.js` (`js/turns.js`) | [`TurnAnswer`], [`Stopped`], [`CommandAnswer`] |
 //! | `turn.abort`, `client.deliver`, `client.answer`, `client.finish` | `seams::JsTurnControl`, `JsClients` | `js/turns.js` | none (sent) |
 //! | `event`, `error`, `clientMessage`, `approve` | `seams::JsHooks` | `js/host.js` | text, verdict |
-//! | `store.*` | `seams::JsStore` | the application's `SessionStore` | records |
+//! | `store.*` | `js_store::JsStore` | the application's `SessionStore` | records |
 //! | `sandboxes.*`, `lease.*` | `seams::JsSandboxes` | the application's `SessionSandboxes` | [`LeaseGiven`] |
 //! | `sandbox.open`, `.fork`, `.create`, `.resume`, `.release`, `.stop`, `.destroy`, `.forget` | `strategies` | `js/strategies.js` | [`SandboxGiven`] |
 //!

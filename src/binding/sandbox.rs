@@ -32,7 +32,9 @@ use serde_json::Value;
 use super::error::{guard, guard_sync, Settled};
 use crate::engine::error::SessionError;
 use crate::engine::input::{self, Count, Flag, GivenText, Number, Port};
-use crate::engine::sandbox::docker::{self, DockerSandbox, DockerSandboxOptions, NetworkMode};
+use crate::engine::sandbox::docker::{
+    self, AllowedHost, DockerSandbox, DockerSandboxOptions, NetworkMode,
+};
 use crate::engine::sandbox::local::{LocalSandbox, LocalSandboxOptions};
 use crate::engine::sandbox::{Command, ForkOptions, PortProtocol, SandboxProvider, SandboxSession};
 pub(crate) use stream::{NativeFileReader, NativeFileWriter, NativeSandboxProcess};
@@ -70,6 +72,18 @@ struct DockerSandboxInit {
     pids: Option<Count<1>>,
     #[serde(default, deserialize_with = "input::present")]
     network: Option<Network>,
+    #[serde(default, deserialize_with = "input::present")]
+    allowed_hosts: Option<Vec<Allowed>>,
+}
+
+/// An entry of `allowedHosts`: `host` or `host:port` ([`AllowedHost::parse`]).
+struct Allowed(AllowedHost);
+
+impl<'de> Deserialize<'de> for Allowed {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let entry = String::deserialize(deserializer)?;
+        input::by_rule(AllowedHost::parse(&entry, "allowedHosts")).map(Allowed)
+    }
 }
 
 /// A memory size: bytes, or a size such as `"512m"` ([`docker::parse_memory`]).
@@ -185,6 +199,12 @@ fn docker_options(init: DockerSandboxInit) -> DockerSandboxOptions {
             .pids
             .map_or(defaults.pids_limit, |Count(pids)| i64::from(pids)),
         network: init.network.map(|Network(mode)| mode),
+        allowed_hosts: init
+            .allowed_hosts
+            .unwrap_or_default()
+            .into_iter()
+            .map(|Allowed(entry)| entry)
+            .collect(),
     }
 }
 

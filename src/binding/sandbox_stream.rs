@@ -14,7 +14,8 @@ use super::CommandResult;
 use crate::binding::error::{guard, Settled};
 use crate::engine::error::{Result, SessionError};
 use crate::engine::sandbox::{
-    FileStream, OutputReader, ProcessControl, SandboxProcess, SandboxSession,
+    process::RUN_OUTPUT_LIMIT, FileStream, OutputReader, ProcessControl, SandboxProcess,
+    SandboxSession,
 };
 
 /// The most bytes one read returns.
@@ -173,14 +174,27 @@ impl NativeSandboxProcess {
             self.control.clone(),
         );
         guard(async move {
-            let drain = |source: Arc<Source<OutputReader>>| async move {
-                let mut all = Vec::new();
-                while let Some(chunk) = source.read_with(read_output).await? {
-                    all.extend_from_slice(&chunk);
+            // At most RUN_OUTPUT_LIMIT bytes of each stream: past it the command is killed and
+            // run() fails, rather than the server holding whatever the command writes.
+            let drain = |source: Arc<Source<OutputReader>>, stream: &'static str| {
+                let control = control.clone();
+                async move {
+                    let mut all = Vec::new();
+                    while let Some(chunk) = source.read_with(read_output).await? {
+                        if all.len() + chunk.len() > RUN_OUTPUT_LIMIT {
+                            drop(all);
+                            let _ = control.kill().await;
+                            return Err(SessionError::host(format!(
+                                "run(): the command wrote more than {} MiB to {stream}, the most run() keeps; it was killed. Use spawn() to stream a large output, or send it to a file.",
+                                RUN_OUTPUT_LIMIT >> 20
+                            )));
+                        }
+                        all.extend_from_slice(&chunk);
+                    }
+                    Ok::<_, SessionError>(all)
                 }
-                Ok::<_, SessionError>(all)
             };
-            let (out, err) = tokio::try_join!(drain(stdout), drain(stderr))?;
+            let (out, err) = tokio::try_join!(drain(stdout, "stdout"), drain(stderr, "stderr"))?;
             let status = control.wait().await?;
             Ok(CommandResult {
                 exit_code: status.code,

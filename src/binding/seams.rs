@@ -22,8 +22,7 @@ use crate::engine::client::TurnClients;
 use crate::engine::error::{Result, SessionError};
 use crate::engine::hooks::{ManagerHooks, SessionEvent};
 use crate::engine::lease::{Lease, SandboxRef, SessionSandboxes};
-use crate::engine::session::{ApprovalVerdict, PendingApproval, SessionRecord, SessionSummary};
-use crate::engine::store::SessionStore;
+use crate::engine::session::{ApprovalVerdict, PendingApproval, SessionSummary};
 use crate::engine::ui::UiChunk;
 
 /// The feeds of the turns under way, by turn number: where `feed()` puts what JavaScript reports.
@@ -286,91 +285,6 @@ impl ManagerHooks for JsHooks {
         serde_json::from_value(answer)
             .map(Some)
             .map_err(|e| SessionError::host(format!("approve gave no verdict: {e}")))
-    }
-}
-
-/// A `SessionStore` written in JavaScript.
-pub(crate) struct JsStore {
-    pub(crate) host: Arc<Host>,
-    /// The sessions whose summaries `list()` could not read: skipped, each reported once.
-    pub(crate) unreadable: crate::engine::store::UnreadableRows,
-}
-
-fn from_json<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T> {
-    serde_json::from_str(text)
-        .map_err(|e| SessionError::host(format!("the store gave {what} of the wrong shape: {e}")))
-}
-
-#[async_trait]
-impl SessionStore for JsStore {
-    async fn save(&self, record: &SessionRecord, resume_state: Option<&Value>) -> Result<()> {
-        let op = HostOp::StoreSave {
-            record,
-            resume_state,
-        };
-        self.host.call::<()>(op).await?;
-        self.unreadable.forget(&record.summary.id);
-        Ok(())
-    }
-
-    async fn get(&self, id: &str) -> Result<Option<SessionRecord>> {
-        let answer = self.host.call_raw(HostOp::StoreGet { id }).await?;
-        if answer == "null" {
-            return Ok(None);
-        }
-        let record = from_json(&answer, "a session");
-        if let Err(error) = &record {
-            self.unreadable.note(id, error.clone());
-        }
-        record.map(Some)
-    }
-
-    async fn list(&self) -> Result<Vec<SessionSummary>> {
-        let answer = self.host.call_raw(HostOp::StoreList).await?;
-        let entries: Vec<Box<serde_json::value::RawValue>> = from_json(&answer, "a list")?;
-        let mut summaries = Vec::with_capacity(entries.len());
-        for entry in entries {
-            match serde_json::from_str::<SessionSummary>(entry.get()) {
-                Ok(summary) => summaries.push(summary),
-                Err(error) => {
-                    // One summary of the wrong shape is set aside, not fatal to the list.
-                    let id = serde_json::from_str::<Value>(entry.get())
-                        .ok()
-                        .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned));
-                    if let Some(id) = id {
-                        let error = SessionError::host(format!(
-                            "the store gave an unreadable session {id}: {error}"
-                        ));
-                        self.unreadable.note(&id, error);
-                    } else {
-                        return Err(SessionError::host(format!(
-                            "the store gave a list with an entry of the wrong shape: {error}"
-                        )));
-                    }
-                }
-            }
-        }
-        crate::engine::store::sort_newest_first(&mut summaries);
-        Ok(summaries)
-    }
-
-    async fn get_resume_state(&self, id: &str) -> Result<Option<Value>> {
-        let answer: Value = self.host.call(HostOp::StoreGetResumeState { id }).await?;
-        Ok((!answer.is_null()).then_some(answer))
-    }
-
-    async fn delete(&self, id: &str) -> Result<()> {
-        self.host.call::<()>(HostOp::StoreDelete { id }).await?;
-        self.unreadable.forget(id);
-        Ok(())
-    }
-
-    fn take_unreadable(&self) -> Vec<(String, SessionError)> {
-        self.unreadable.take()
-    }
-
-    fn is_unreadable(&self, id: &str) -> bool {
-        self.unreadable.contains(id)
     }
 }
 

@@ -84,3 +84,12 @@ pub fn accumulate_ui_message(
         json_text(&result)
     })
 }
+
+/// Checks the JSON text of one chunk of an agent's stream before any client is sent it: `null`
+/// when the engine takes it as it is, else what is wrong with it (not JSON, nested past
+/// `MAX_CHUNK_DEPTH`, a field of the wrong type). The turn's pump (`js/chunks.js`) asks it of every
+/// chunk but the plain deltas, so that the client and the stored reply agree chunk for chunk.
+#[napi]
+pub fn check_chunk(chunk_json: String) -> Option<String> {
+    UiChunk::check_json(&chunk_json).err()
+}

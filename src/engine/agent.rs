@@ -168,6 +168,10 @@ pub enum TurnReport {
     Encoded(EncodedChunks),
     /// The turn's stream ended.
     End(TurnEnd),
+    /// Asks the reply as it stands once the reports before this one are taken
+    /// (`MessageAccumulator::message_so_far`, as JSON; `None` when no turn is under way): a reader
+    /// that reconnects past the chunks kept for it is rebuilt from it.
+    Reply(tokio::sync::oneshot::Sender<Option<String>>),
 }
 
 /// Chunks not decoded yet, and how to decode them: the agent's own format stays the agent's.

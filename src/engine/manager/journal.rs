@@ -220,7 +220,7 @@ impl Journal {
                 lock(&self.state).closed = true;
                 return 0;
             }
-            if tokio::time::Instant::now() + backoff > deadline {
+            if tokio::time::Instant::now() + backoff > deadline || self.store.past_bound() {
                 break;
             }
             tokio::time::sleep(backoff).await;

@@ -456,7 +456,9 @@ impl Inner {
     /// Reports, once each, the sessions the store found unreadable (and set aside).
     fn report_unreadable(&self) {
         for (id, error) in self.seams.store.take_unreadable() {
-            self.seams.hooks.on_error(&error, "read", Some(&id));
+            // An entry without an id (a `null` in a list) is noted under the empty id.
+            let id = Some(id.as_str()).filter(|id| !id.is_empty());
+            self.seams.hooks.on_error(&error, "read", id);
         }
     }
 
@@ -471,7 +473,9 @@ impl Inner {
             Err(error) => {
                 self.report_unreadable();
                 if !self.seams.store.is_unreadable(&id) {
-                    self.seams.hooks.on_error(&error, "read", Some(&id));
+                    // An entry without an id (a `null` in a list) is noted under the empty id.
+                    let id = Some(id.as_str()).filter(|id| !id.is_empty());
+                    self.seams.hooks.on_error(&error, "read", id);
                 }
                 return;
             }

@@ -251,6 +251,11 @@ impl Inner {
     /// `shutdown()`: every turn cut short, every start cut short, every live session suspended;
     /// then the sandboxes shut down.
     pub(super) async fn shutdown(self: &Arc<Self>) -> Result<()> {
+        // No call into the store outlives the wind-down: a save that never settles would hold
+        // its session's lock, and the shutdown with it.
+        self.seams
+            .store
+            .bound_calls_until(tokio::time::Instant::now() + self.options.wind_down);
         let entries = self.all_entries();
         join_all(entries.iter().map(|entry| self.shut_down_entry(entry))).await;
         // Stopping every sandbox (one after the other, each with its own stop timeout) gets six

@@ -533,6 +533,13 @@ impl Inner {
                         dirty = true;
                     }
                     Some(TurnReport::End(end)) => return end,
+                    Some(TurnReport::Reply(answer)) => {
+                        let reply = entry
+                            .state()
+                            .turn()
+                            .map(|turn| turn.reply.message_so_far().to_string());
+                        let _ = answer.send(reply);
+                    }
                     None => {
                         return TurnEnd {
                             usage: None,

@@ -23,7 +23,7 @@
 use std::collections::VecDeque;
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use rustix::fs::{self as fs, AtFlags, Dir, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
@@ -38,6 +38,8 @@ pub(crate) struct Beneath {
     path: String,
     device: u64,
     inode: u64,
+    /// Who new directories and files beneath it are handed to (`uid`, `gid`).
+    owner: Option<(u32, u32)>,
 }
 
 /// Whether `error` says that a path leads outside its root.
@@ -80,7 +82,26 @@ impl Beneath {
             path: path.to_owned(),
             device: stat.st_dev,
             inode: stat.st_ino,
+            owner: None,
         })
+    }
+
+    /// The same root, whose new directories and files are handed to `uid:gid` (a local sandbox's
+    /// own user, when this process is root).
+    pub(crate) fn owned_by(mut self, owner: Option<(u32, u32)>) -> Self {
+        self.owner = owner;
+        self
+    }
+
+    /// Hands `fd` (made beneath this root) to the root's owner, if it has one.
+    pub(crate) fn hand_over(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
+        if let Some((uid, gid)) = self.owner {
+            // SAFETY: fchown(2) takes a descriptor borrowed for the call and plain integers.
+            if unsafe { libc::fchown(fd.as_raw_fd(), uid, gid) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(())
     }
 
     /// The path the root was opened at.
@@ -155,15 +176,28 @@ impl Beneath {
             directory = match self.directory(&components[..depth]) {
                 Ok(directory) => directory,
                 Err(error) if error.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => {
-                    match fs::mkdirat(
+                    let made = match fs::mkdirat(
                         &directory,
                         components[depth - 1],
                         Mode::from_raw_mode(0o777),
                     ) {
-                        Ok(()) | Err(Errno::EXIST) => {}
+                        Ok(()) => true,
+                        Err(Errno::EXIST) => false,
                         Err(error) => return Err(error.into()),
+                    };
+                    let directory = self.directory(&components[..depth])?;
+                    if made && self.owner.is_some() {
+                        // An O_PATH descriptor cannot be fchown'ed: a real one, without
+                        // following a link.
+                        let opened = fs::openat(
+                            &directory,
+                            ".",
+                            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                            Mode::empty(),
+                        )?;
+                        self.hand_over(opened.as_fd())?;
                     }
-                    self.directory(&components[..depth])?
+                    directory
                 }
                 Err(error) => return Err(error),
             };

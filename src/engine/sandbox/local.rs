@@ -29,8 +29,13 @@ use rustix::fs::{self, AtFlags, FileType, Mode, OFlags};
 
 use super::beneath::{self, Beneath};
 use super::bootstrap_gate::BootstrapGate;
+use super::local_guard::{
+    claim_ports, hide_server, make_searchable, open_to_sandboxes, prepare_child, sandbox_user,
+    PortClaim,
+};
 use super::paths::{self, PathPolicy};
 use super::process::{process_channel, ExitStatus, OutputWriter};
+use super::sweep::{self, Scope, Sweep};
 use super::view::{self, fresh_fork_name, loopback_endpoint, random_u64, validate_ports};
 use super::{
     Command, FileStream, ForkOptions, PortEndpoint, PortProtocol, SandboxProcess, SandboxProvider,
@@ -141,17 +146,27 @@ impl LocalSandbox {
             .ok_or_else(|| SessionError::input("root", "root: the path is not valid UTF-8."))?
             .to_owned();
         let folder = paths::join(&root, &name);
-        let folder_root =
-            Beneath::open(&folder).map_err(|error| refused_folder(&folder, &error))?;
+        let user = sandbox_user(&name);
+        let folder_root = Beneath::open(&folder)
+            .map_err(|error| refused_folder(&folder, &error))?
+            .owned_by(user);
         let mut beneath = vec![Arc::new(folder_root)];
         for allowed in self.allowed_paths() {
             std::fs::create_dir_all(&allowed)
                 .map_err(|error| io_error(Path::new(&allowed), &error))?;
+            if user.is_some() {
+                open_to_sandboxes(Path::new(&allowed))
+                    .map_err(|error| io_error(Path::new(&allowed), &error))?;
+            }
             let parent = std::fs::canonicalize(paths::parent(&allowed))
                 .map_err(|error| io_error(Path::new(&allowed), &error))?;
             let last = allowed.rsplit('/').next().unwrap_or_default();
             let real = paths::join(parent.to_str().unwrap_or("/"), last);
-            let opened = Beneath::open(&real).map_err(|error| refused_folder(&real, &error))?;
+            // What the file API writes there is the session's own, so that the commands of the
+            // session that bootstraps a harness there can finish its install.
+            let opened = Beneath::open(&real)
+                .map_err(|error| refused_folder(&real, &error))?
+                .owned_by(user);
             beneath.push(Arc::new(opened));
         }
         let workspace = paths::join(&folder, "workspace");
@@ -182,6 +197,7 @@ impl LocalSandbox {
         env.extend(self.options.env.iter().cloned());
         let shared = Arc::new(LocalBox {
             name,
+            user,
             folder,
             beneath,
             home,
@@ -190,11 +206,13 @@ impl LocalSandbox {
             stopped: AtomicBool::new(false),
             bootstrap: BootstrapGate::default(),
         });
+        let claim = shared.claim_ports(&self.options.ports);
         Ok(Arc::new(LocalSandboxSession {
             shared,
             view: 0,
             working_directory: workspace,
-            ports: self.options.ports.clone(),
+            ports: claim.ports().to_vec(),
+            claim: Mutex::new(Some(claim)),
             policy,
             owns_directory: false,
         }))
@@ -239,6 +257,24 @@ impl SandboxProvider for LocalSandbox {
                 .await
                 .map_err(|error| io_error(&dir, &error))?;
         }
+        if let Some((uid, gid)) = sandbox_user(&name) {
+            // Run as root: the folder is its own user's, and only theirs.
+            use std::os::unix::fs::PermissionsExt;
+            let root = std::fs::canonicalize(&self.options.root)
+                .map_err(|error| io_error(&self.options.root, &error))?;
+            make_searchable(&root).map_err(|error| io_error(&root, &error))?;
+            for dir in [
+                folder.clone(),
+                folder.join("workspace"),
+                folder.join("home"),
+                folder.join("tmp"),
+            ] {
+                std::os::unix::fs::lchown(&dir, Some(uid), Some(gid))
+                    .map_err(|error| io_error(&dir, &error))?;
+            }
+            std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700))
+                .map_err(|error| io_error(&folder, &error))?;
+        }
         self.open_folder(name)
     }
 
@@ -274,6 +310,8 @@ impl SandboxProvider for LocalSandbox {
 #[derive(Debug)]
 struct LocalBox {
     name: String,
+    /// The user its commands run as (`uid`, `gid`), when this process is root.
+    user: Option<(u32, u32)>,
     folder: String,
     /// The session's folder first, then the allowed folders: every path of the file API is
     /// resolved beneath one of them.
@@ -292,6 +330,49 @@ impl LocalBox {
         self.processes
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The mark of `view`'s processes ([`sweep::MARKER`]), or the start of every view's mark.
+    fn mark(&self, view: Option<u64>) -> String {
+        match view {
+            Some(view) => format!("{}/{view:x}", self.folder),
+            None => format!("{}/", self.folder),
+        }
+    }
+
+    /// The processes of this sandbox: its user's when it has one, else those carrying its mark.
+    fn scope(&self) -> Scope {
+        match self.user {
+            Some((uid, _)) => Scope::User(uid),
+            None => Scope::Marked(self.mark(None)),
+        }
+    }
+
+    /// Holds `ports` for a view, ending first what this sandbox left listening on them.
+    fn claim_ports(&self, ports: &[u16]) -> PortClaim {
+        let scope = self.scope();
+        claim_ports(ports, |ports| {
+            sweep::sweep(
+                &scope,
+                None,
+                &Sweep {
+                    ports: ports.to_vec(),
+                    ..Sweep::default()
+                },
+            );
+        })
+    }
+
+    /// Ends what `view` (every view for `None`) left running: daemons and processes that left
+    /// their group included, and whatever of the sandbox listens on `ports`.
+    async fn sweep(&self, view: Option<u64>, ports: &[u16]) {
+        let scope = self.scope();
+        let sweep = Sweep {
+            mark: Some(self.mark(view)),
+            ports: ports.to_vec(),
+            everything: view.is_none() && self.user.is_some(),
+        };
+        let _ = tokio::task::spawn_blocking(move || sweep::sweep(&scope, None, &sweep)).await;
     }
 
     /// Kills the process groups of `view`, or all of them for `None`.
@@ -315,6 +396,8 @@ pub struct LocalSandboxSession {
     view: u64,
     working_directory: String,
     ports: Vec<u16>,
+    /// The ports held for this view, until it stops.
+    claim: Mutex<Option<PortClaim>>,
     policy: PathPolicy,
     owns_directory: bool,
 }
@@ -444,10 +527,19 @@ impl SandboxSession for LocalSandboxSession {
             .env_clear()
             .envs(self.shared.env.iter().map(|(name, value)| (name, value)))
             .envs(command.env.iter().map(|(name, value)| (name, value)))
+            .env(sweep::MARKER, self.shared.mark(Some(self.view)))
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .process_group(0);
+        if let Some((uid, gid)) = self.shared.user {
+            child.uid(uid).gid(gid);
+        }
+        hide_server();
+        // SAFETY: `prepare_child` makes async-signal-safe system calls only.
+        unsafe {
+            child.pre_exec(prepare_child);
+        }
         let mut child = match child.spawn() {
             Ok(child) => child,
             Err(error) if error.kind() == ErrorKind::NotFound || is_not_a_directory(&error) => {
@@ -630,6 +722,7 @@ impl SandboxSession for LocalSandboxSession {
                     Mode::from_raw_mode(0o666),
                 )
                 .map_err(|error| Prepare::Other(error.into()))?;
+                beneath.hand_over(file.as_fd()).map_err(Prepare::Other)?;
                 Ok::<_, Prepare>((directory, file, previous))
             })
             .await
@@ -698,10 +791,17 @@ impl SandboxSession for LocalSandboxSession {
         if self.view == 0 {
             self.shared.stopped.store(true, Ordering::SeqCst);
             self.shared.kill_view(None);
+            self.shared.sweep(None, &self.ports).await;
             self.shared.bootstrap.release_all();
         } else {
             self.shared.kill_view(Some(self.view));
+            self.shared.sweep(Some(self.view), &self.ports).await;
         }
+        // Its processes are gone: its ports may be handed out again.
+        self.claim
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
         Ok(())
     }
 
@@ -760,12 +860,14 @@ impl SandboxSession for LocalSandboxSession {
         let confined = target;
         let owns_directory = confined.absolute != self.working_directory
             && paths::is_within(&confined.absolute, &self.working_directory);
+        let claim = self.shared.claim_ports(&options.ports);
         Ok(Arc::new(LocalSandboxSession {
             shared: self.shared.clone(),
             view: random_u64() | 1,
             policy: self.policy.with_base(&confined.absolute)?,
             working_directory: confined.absolute,
-            ports: options.ports,
+            ports: claim.ports().to_vec(),
+            claim: Mutex::new(Some(claim)),
             owns_directory,
         }))
     }
@@ -893,6 +995,119 @@ mod tests {
             matches!(&read, Err(SessionError::Input { message, .. }) if message.contains("pipe")),
             "{read:?}"
         );
+        session
+            .destroy()
+            .await
+            .unwrap_or_else(|error| panic!("{error}"));
+    }
+
+    /// Whether process `pid` is gone, waiting up to 30 s (a zombie counts as gone).
+    async fn gone(pid: u32) -> bool {
+        for _ in 0..300 {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = state
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z'));
+            if state.is_empty() || zombie {
+                return true;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        false
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn commands_keep_nothing_of_the_server_and_end_at_stop() {
+        let temp = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
+        let provider = LocalSandbox::new(LocalSandboxOptions {
+            root: temp.path().join("sandboxes"),
+            allowed_paths: Some(Vec::new()),
+            ..LocalSandboxOptions::default()
+        })
+        .unwrap_or_else(|error| panic!("{error}"));
+        let session = provider
+            .create(Some("guarded"))
+            .await
+            .unwrap_or_else(|error| panic!("{error}"));
+        let run = |script: String| {
+            let session = session.clone();
+            async move {
+                session
+                    .run(Command::new(script))
+                    .await
+                    .unwrap_or_else(|error| panic!("{error}"))
+            }
+        };
+        // A descriptor of the server's without close-on-exec is not inherited.
+        let path = std::ffi::CString::new("/dev/null").unwrap_or_default();
+        // SAFETY: open(2) with a valid C string; the descriptor is closed below.
+        let leaked = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY) };
+        let server = std::process::id();
+        let environ = run(format!("cat /proc/{server}/environ")).await;
+        assert_ne!(environ.exit_code, 0, "the server's environment was read");
+        let descriptors = run("ls /proc/$$/fd".to_owned()).await;
+        // SAFETY: closes the descriptor opened above.
+        unsafe { libc::close(leaked) };
+        assert!(
+            !descriptors
+                .stdout
+                .split_whitespace()
+                .any(|fd| fd == leaked.to_string()),
+            "the server's descriptor {leaked} was inherited: {}",
+            descriptors.stdout
+        );
+        let privileges = run("grep NoNewPrivs /proc/self/status".to_owned()).await;
+        assert!(privileges.stdout.contains('1'), "{}", privileges.stdout);
+        // SAFETY: geteuid(2) takes nothing.
+        if unsafe { libc::geteuid() } == 0 {
+            let uid = run("id -u".to_owned()).await;
+            assert_ne!(
+                uid.stdout.trim(),
+                "0",
+                "a command of root's sandbox ran as root"
+            );
+            assert!(!uid.stdout.trim().is_empty(), "{uid:?}");
+            let shadow = run("cat /etc/shadow".to_owned()).await;
+            assert_ne!(shadow.exit_code, 0, "/etc/shadow was read");
+            let signal = run(format!("kill -0 {server}")).await;
+            assert_ne!(signal.exit_code, 0, "the server could be signalled");
+            session
+                .write_text("made-by-the-server.txt", "x")
+                .await
+                .unwrap_or_else(|error| panic!("{error}"));
+            let append = run("echo y >> made-by-the-server.txt && mkdir -p a/b".to_owned()).await;
+            assert_eq!(append.exit_code, 0, "{}", append.stderr);
+        }
+        // Processes that leave the command's group, or outlive its shell, end at stop().
+        let started = run(
+            "setsid sleep 300 >/dev/null 2>&1 & echo $!; nohup sleep 301 >/dev/null 2>&1 & echo $!; (sleep 302 >/dev/null 2>&1 &) ; sleep 303 >/dev/null 2>&1 & echo $!"
+                .to_owned(),
+        )
+        .await;
+        let mut pids: Vec<u32> = started
+            .stdout
+            .split_whitespace()
+            .filter_map(|pid| pid.parse().ok())
+            .collect();
+        let orphan = run(
+            "pgrep -f 'sleep 302' || ps -eo pid,args | awk '/sleep 302$/ {print $1}'".to_owned(),
+        )
+        .await;
+        pids.extend(
+            orphan
+                .stdout
+                .split_whitespace()
+                .filter_map(|pid| pid.parse::<u32>().ok()),
+        );
+        assert!(pids.len() >= 3, "{started:?} {orphan:?}");
+        session
+            .stop()
+            .await
+            .unwrap_or_else(|error| panic!("{error}"));
+        for pid in pids {
+            assert!(gone(pid).await, "process {pid} outlived stop()");
+        }
         session
             .destroy()
             .await

@@ -25,10 +25,12 @@ pub(crate) mod bootstrap_gate;
 pub mod docker;
 pub mod handout;
 pub mod local;
+pub(crate) mod local_guard;
 pub mod paths;
 pub mod per_session;
 pub mod process;
 pub mod shared;
+pub(crate) mod sweep;
 pub mod view;
 
 #[cfg(test)]

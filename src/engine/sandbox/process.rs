@@ -22,6 +22,10 @@ pub const PIPE_CAPACITY: usize = 4 * 1024 * 1024;
 /// The most bytes one [`OutputReader::read`] returns.
 pub const READ_BATCH: usize = 1024 * 1024;
 
+/// The most bytes of each of stdout and stderr that [`SandboxProcess::collect`] (`run()`) keeps:
+/// 64 MiB, as the largest bound of `exec()`. Past it the command is killed and `run()` fails.
+pub const RUN_OUTPUT_LIMIT: usize = 64 << 20;
+
 /// A command to run in a sandbox, through its shell (`/bin/sh -c`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Command {
@@ -125,13 +129,43 @@ impl SandboxProcess {
     ///
     /// When the sandbox fails while the process runs (its container removed, say).
     pub async fn collect(self) -> Result<CommandOutput> {
+        self.collect_within(RUN_OUTPUT_LIMIT).await
+    }
+
+    /// As [`SandboxProcess::collect`], keeping at most `limit` bytes of each stream.
+    ///
+    /// # Errors
+    ///
+    /// When a stream passes `limit` (the process is killed, and nothing of its output kept), or
+    /// the sandbox fails while the process runs.
+    pub async fn collect_within(self, limit: usize) -> Result<CommandOutput> {
         let SandboxProcess {
             stdout,
             stderr,
             control,
             ..
         } = self;
-        let (out, err) = tokio::join!(stdout.read_to_end(), stderr.read_to_end());
+        let (out, err) = tokio::join!(
+            stdout.read_within(limit, &control),
+            stderr.read_within(limit, &control)
+        );
+        let too_much = |stream: &str| {
+            SessionError::host(format!(
+                "run(): the command wrote more than {} MiB to {stream}, the most run() keeps; it was killed. Use spawn() to stream a large output, or send it to a file.",
+                limit >> 20
+            ))
+        };
+        let (out, err) = match (out, err) {
+            (Some(out), Some(err)) => (out, err),
+            (None, _) => {
+                let _ = control.wait().await;
+                return Err(too_much("stdout"));
+            }
+            (_, None) => {
+                let _ = control.wait().await;
+                return Err(too_much("stderr"));
+            }
+        };
         let status = control.wait().await?;
         Ok(CommandOutput {
             exit_code: status.code,
@@ -152,6 +186,23 @@ impl OutputReader {
     /// waiting for the first bytes; `None` once the stream has ended.
     pub async fn read(&mut self) -> Option<Bytes> {
         self.pipe.read(READ_BATCH).await
+    }
+
+    /// The whole stream once it has ended, or `None` when it passes `limit` bytes: then the
+    /// process is killed through `control`, and the rest of the stream discarded.
+    pub async fn read_within(mut self, limit: usize, control: &ProcessControl) -> Option<Vec<u8>> {
+        let mut all = Vec::new();
+        while let Some(chunk) = self.read().await {
+            if all.len() + chunk.len() > limit {
+                drop(self);
+                if control.status().is_none() {
+                    control.kill.send_replace(true);
+                }
+                return None;
+            }
+            all.extend_from_slice(&chunk);
+        }
+        Some(all)
     }
 
     /// The whole stream, once it has ended.
@@ -481,5 +532,44 @@ mod tests {
             .validate()
             .is_err());
         assert!(Command::new("true").with_env("A", "x").validate().is_ok());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn collect_refuses_output_past_its_bound_and_kills() {
+        let (process, sink) = process_channel(None);
+        let control = process.control.clone();
+        let writer = tokio::spawn(async move {
+            let mut kill = sink.kill_requested.clone();
+            loop {
+                tokio::select! {
+                    () = sink.stdout.write(Bytes::from(vec![b'x'; 4096])) => {}
+                    _ = kill.wait_for(|killed| *killed) => break,
+                }
+            }
+            sink.stdout.close();
+            sink.stderr.close();
+            sink.finish(Ok(ExitStatus {
+                code: 137,
+                killed: true,
+            }));
+        });
+        let collected = process.collect_within(1 << 20).await;
+        assert!(
+            matches!(&collected, Err(SessionError::Host { message, .. }) if message.contains("more than 1 MiB to stdout")),
+            "{collected:?}"
+        );
+        assert!(control.status().is_some(), "the process was killed");
+        writer.await.expect("the writer ended");
+        let (process, sink) = process_channel(None);
+        sink.stdout.write(Bytes::from_static(b"small")).await;
+        sink.finish(Ok(ExitStatus {
+            code: 0,
+            killed: false,
+        }));
+        let output = process
+            .collect_within(1 << 20)
+            .await
+            .expect("within the bound");
+        assert_eq!(output.stdout, "small");
     }
 }

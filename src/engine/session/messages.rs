@@ -270,7 +270,18 @@ pub fn cut_chunk(reason: &str) -> Option<crate::engine::ui::UiChunk> {
     .ok()
 }
 
-/// Adds the usage of a turn to the session's: every number summed, field by field.
+/// `sum` kept a number JSON can write: past the largest double it stays the largest (an infinite
+/// total would be written `null`, and the record not read again).
+pub(crate) fn finite(sum: f64) -> f64 {
+    if sum.is_nan() {
+        0.0
+    } else {
+        sum.clamp(-f64::MAX, f64::MAX)
+    }
+}
+
+/// Adds the usage of a turn to the session's: every number summed, field by field, each sum kept
+/// finite.
 pub fn add_usage(total: Option<Value>, turn: &Value) -> Option<Value> {
     fn add(total: &mut Value, turn: &Value) {
         match (total, turn) {
@@ -289,7 +300,7 @@ pub fn add_usage(total: Option<Value>, turn: &Value) -> Option<Value> {
                 }
             }
             (total @ Value::Number(_), Value::Number(n)) => {
-                let sum = total.as_f64().unwrap_or(0.0) + n.as_f64().unwrap_or(0.0);
+                let sum = finite(total.as_f64().unwrap_or(0.0) + n.as_f64().unwrap_or(0.0));
                 *total = if sum.fract() == 0.0 && sum.abs() < 9e15 {
                     json!(sum as i64)
                 } else {

@@ -169,12 +169,13 @@ pub struct SessionUsage {
 
 impl SessionUsage {
     /// Adds a turn's usage (an `ai` `LanguageModelUsage`): its three counts, `0` for any that is
-    /// missing or not a number.
+    /// missing or not a number; a total past the largest double stays the largest.
     pub fn add(&mut self, turn: &Value) {
         let of = |key: &str| turn.get(key).and_then(Value::as_f64).unwrap_or(0.0);
-        self.input_tokens += of("inputTokens");
-        self.output_tokens += of("outputTokens");
-        self.total_tokens += of("totalTokens");
+        use super::messages::finite;
+        self.input_tokens = finite(self.input_tokens + of("inputTokens"));
+        self.output_tokens = finite(self.output_tokens + of("outputTokens"));
+        self.total_tokens = finite(self.total_tokens + of("totalTokens"));
     }
 }
 
@@ -574,6 +575,22 @@ mod tests {
             serde_json::to_value(&usage).unwrap(),
             json!({"inputTokens": 4, "outputTokens": 2, "totalTokens": 3})
         );
+    }
+
+    #[test]
+    fn a_usage_total_past_the_largest_double_stays_finite_and_reads_again() {
+        let mut usage = SessionUsage::default();
+        usage.add(&json!({"inputTokens": f64::MAX, "totalTokens": f64::MAX}));
+        usage.add(&json!({"inputTokens": f64::MAX, "totalTokens": 1}));
+        assert_eq!(usage.input_tokens, f64::MAX);
+        let text = serde_json::to_string(&usage).unwrap();
+        let again: SessionUsage = serde_json::from_str(&text).unwrap();
+        assert_eq!(again, usage);
+        let total = crate::engine::session::messages::add_usage(
+            Some(json!({"inputTokens": f64::MAX})),
+            &json!({"inputTokens": f64::MAX}),
+        );
+        assert_eq!(total, Some(json!({"inputTokens": f64::MAX})));
     }
 
     #[test]

@@ -108,6 +108,19 @@ pub trait SessionStore: Send + Sync {
         Ok(())
     }
 
+    /// The manager is shutting down: the store's calls still waiting at `deadline`, and any made
+    /// after it, fail rather than wait (a store written in JavaScript may never answer). Default:
+    /// nothing, for a store whose calls end on their own.
+    fn bound_calls_until(&self, deadline: tokio::time::Instant) {
+        let _ = deadline;
+    }
+
+    /// Whether the shutdown's bound is past (see [`SessionStore::bound_calls_until`]): a write
+    /// that failed is not tried again. Default: never.
+    fn past_bound(&self) -> bool {
+        false
+    }
+
     /// The sessions whose rows could not be read, found by `list()` (which skips them) or
     /// `get()` since the last call, each given once, with why. Default: none.
     fn take_unreadable(&self) -> Vec<(String, SessionError)> {

@@ -20,6 +20,31 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+/// The deepest a chunk may nest (the chunk object itself is level 1): the reply stored around it
+/// adds a few levels, and a record must stay under serde_json's limit of 128 to be read again.
+pub const MAX_CHUNK_DEPTH: usize = 100;
+
+/// How deep `value` nests: 0 for a scalar, 1 for an empty or flat object or array. Iterative, so
+/// that any depth serde_json let through is measured without recursion.
+fn depth_of(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 1usize)];
+    while let Some((value, level)) = stack.pop() {
+        match value {
+            Value::Array(items) => {
+                deepest = deepest.max(level);
+                stack.extend(items.iter().map(|item| (item, level + 1)));
+            }
+            Value::Object(map) => {
+                deepest = deepest.max(level);
+                stack.extend(map.values().map(|item| (item, level + 1)));
+            }
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// Why a JSON value is not a UI message chunk.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChunkError {
@@ -885,6 +910,25 @@ impl UiChunk {
         UiChunk::from_value(value).map_err(|e| e.to_string())
     }
 
+    /// Checks the JSON text of one chunk as the turn's pump hands it over: JSON, no deeper than
+    /// [`MAX_CHUNK_DEPTH`], and a chunk ([`UiChunk::from_value`]).
+    ///
+    /// # Errors
+    ///
+    /// A message naming the problem, as [`UiChunk::from_json`]'s, or the depth.
+    pub fn check_json(text: &str) -> Result<(), String> {
+        let value: Value = serde_json::from_str(text).map_err(|e| format!("invalid json: {e}"))?;
+        let depth = depth_of(&value);
+        if depth > MAX_CHUNK_DEPTH {
+            return Err(format!(
+                "the chunk nests {depth} levels deep, past the {MAX_CHUNK_DEPTH} a reply can hold"
+            ));
+        }
+        UiChunk::from_value(value)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
     /// The chunk as a JSON object, keys in the order they are written.
     pub fn to_map(&self) -> Map<String, Value> {
         let mut map = Map::new();
@@ -1191,5 +1235,29 @@ mod tests {
             }
         }
         assert!(seen > 50, "only {seen} chunks");
+    }
+
+    #[test]
+    fn a_chunk_is_checked_for_json_depth_and_fields() {
+        let nested = |depth: usize| {
+            // The chunk object is level 1, `input` level 2, then `depth - 2` arrays.
+            let inner = "[".repeat(depth - 2) + &"]".repeat(depth - 2);
+            format!(
+                r#"{{"type":"tool-input-available","toolCallId":"t","toolName":"x","input":{{"a":{inner}}}}}"#
+            )
+        };
+        assert_eq!(
+            UiChunk::check_json(r#"{"type":"text-delta","id":"1","delta":"a"}"#),
+            Ok(())
+        );
+        assert_eq!(UiChunk::check_json(&nested(MAX_CHUNK_DEPTH)), Ok(()));
+        let too_deep = UiChunk::check_json(&nested(MAX_CHUNK_DEPTH + 1)).unwrap_err();
+        assert!(too_deep.contains("101 levels"), "{too_deep}");
+        let past_serde = UiChunk::check_json(&nested(5000)).unwrap_err();
+        assert!(past_serde.contains("recursion limit"), "{past_serde}");
+        let wrong = UiChunk::check_json(r#"{"type":"text-delta","id":"1","delta":5}"#).unwrap_err();
+        assert!(wrong.contains("`delta` must be a string"), "{wrong}");
+        assert!(UiChunk::check_json("[1]").is_err());
+        assert!(UiChunk::check_json(r#"{"type":"text-delta","id":"1","delta":"\ud800"}"#).is_err());
     }
 }

@@ -12,9 +12,12 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use super::client::{message_of, status_of, Endpoint};
+use super::egress::{AllowedHost, Egress};
+use super::netns::NetNamespace;
 use super::tar::{self, EntryKind};
 use super::{parse_user, NetworkMode};
 use crate::engine::error::{Result, SessionError};
+use crate::engine::sandbox::sweep::{self, Scope, Sweep};
 
 /// What a container was made with, as far as its views need it.
 #[derive(Debug, Clone)]
@@ -24,6 +27,8 @@ pub(crate) struct Settings {
     pub(crate) home: String,
     pub(crate) network: NetworkMode,
     pub(crate) limits: String,
+    /// The only hosts it reaches ([`super::egress`]).
+    pub(crate) allowed_hosts: Vec<AllowedHost>,
 }
 
 /// A container, shared by its views.
@@ -35,6 +40,10 @@ pub(crate) struct Container {
     pub(super) settings: Settings,
     /// The process ids (inside the container) of running commands, by the view that started them.
     pub(super) processes: Mutex<HashMap<u32, u64>>,
+    /// Its network namespace, once opened (for ports of a container without a network).
+    namespace: tokio::sync::Mutex<Option<NetNamespace>>,
+    /// The ways out of `allowed_hosts`, once opened.
+    egress: tokio::sync::Mutex<Option<Egress>>,
 }
 
 impl Container {
@@ -52,7 +61,109 @@ impl Container {
             name,
             settings,
             processes: Mutex::new(HashMap::new()),
+            namespace: tokio::sync::Mutex::new(None),
+            egress: tokio::sync::Mutex::new(None),
         }))
+    }
+
+    /// The container's first process as this host numbers it, and the inode of its process
+    /// namespace: what a [`crate::engine::sandbox::sweep`] of it needs.
+    ///
+    /// # Errors
+    ///
+    /// When the container cannot be inspected or is not running.
+    pub(super) async fn init_process(&self) -> Result<(u32, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        let inspected = self
+            .docker
+            .inspect_container(
+                &self.name,
+                None::<bollard::query_parameters::InspectContainerOptions>,
+            )
+            .await
+            .map_err(|error| {
+                self.failure(&format!("inspect the container {}", self.name), error)
+            })?;
+        let pid = inspected
+            .state
+            .and_then(|state| state.pid)
+            .and_then(|pid| u32::try_from(pid).ok())
+            .filter(|pid| *pid > 0)
+            .ok_or_else(|| {
+                SessionError::host(format!(
+                    "The sandbox container {} is stopped: resume the session to start it again.",
+                    self.name
+                ))
+            })?;
+        let inode = std::fs::metadata(format!("/proc/{pid}/ns/pid"))
+            .map(|meta| meta.ino())
+            .map_err(|error| {
+                SessionError::host(format!(
+                    "Cannot see the processes of the sandbox container {} ({error}): that needs the Docker Engine on this host.",
+                    self.name
+                ))
+            })?;
+        Ok((pid, inode))
+    }
+
+    /// Ends, in the container, what `sweep` names (see [`crate::engine::sandbox::sweep`]). Does
+    /// nothing where this process cannot see the container's processes (not root, or another
+    /// host).
+    pub(super) async fn sweep(&self, sweep: Sweep) {
+        let Ok((pid, inode)) = self.init_process().await else {
+            return;
+        };
+        let _ = tokio::task::spawn_blocking(move || {
+            sweep::sweep(&Scope::Namespace(inode), Some(pid), &sweep)
+        })
+        .await;
+    }
+
+    /// Opens the ways out of its `allowedHosts`, once (the container runs).
+    ///
+    /// # Errors
+    ///
+    /// When its namespace cannot be entered, or a listener made in it.
+    pub(super) async fn open_egress(&self) -> Result<()> {
+        if self.settings.allowed_hosts.is_empty() || self.settings.network == NetworkMode::Host {
+            return Ok(());
+        }
+        let mut egress = self.egress.lock().await;
+        if egress.is_none() {
+            let namespace = self.namespace().await?;
+            *egress = Some(Egress::start(&namespace, &self.settings.allowed_hosts)?);
+        }
+        Ok(())
+    }
+
+    /// The container's network namespace, opened at the first call (the container runs).
+    ///
+    /// # Errors
+    ///
+    /// When the container cannot be inspected, or its namespace entered (see [`NetNamespace`]).
+    pub(super) async fn namespace(&self) -> Result<NetNamespace> {
+        let mut namespace = self.namespace.lock().await;
+        if let Some(namespace) = namespace.as_ref() {
+            return Ok(namespace.clone());
+        }
+        let inspected = self
+            .docker
+            .inspect_container(
+                &self.name,
+                None::<bollard::query_parameters::InspectContainerOptions>,
+            )
+            .await
+            .map_err(|error| {
+                self.failure(&format!("inspect the container {}", self.name), error)
+            })?;
+        let pid = inspected
+            .state
+            .and_then(|state| state.pid)
+            .and_then(|pid| u32::try_from(pid).ok())
+            .unwrap_or(0);
+        let opened = NetNamespace::open(pid, &self.name)?;
+        *namespace = Some(opened.clone());
+        Ok(opened)
     }
 
     /// The running commands' process ids, by the view that started them.

@@ -11,7 +11,7 @@ use bollard::query_parameters::{
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{DockerSandbox, DockerSandboxOptions, Endpoint, NetworkMode};
+use super::{AllowedHost, DockerSandbox, DockerSandboxOptions, Endpoint, NetworkMode};
 use crate::engine::error::SessionError;
 use crate::engine::sandbox::conformance::{docker_options, docker_ready, test_docker_host, unique};
 use crate::engine::sandbox::{Command, ForkOptions, PortProtocol, SandboxProvider, SandboxSession};
@@ -114,7 +114,7 @@ async fn security_settings_and_limits_are_applied() {
     assert!(session.description().contains("Network: none"));
     assert!(matches!(
         session.port_endpoint(4000, PortProtocol::Http),
-        Err(SessionError::Input { message, .. }) if message.contains("no network")
+        Err(SessionError::Input { message, .. }) if message.contains("exposes no port")
     ));
     session.destroy().await.expect("destroyed");
 }
@@ -133,6 +133,7 @@ async fn ports_are_reached_on_loopback_with_host_networking() {
     let (port, fork_port) = (free_port(), free_port());
     let provider = DockerSandbox::new(DockerSandboxOptions {
         ports: vec![port],
+        network: Some(NetworkMode::Host),
         ..docker_options()
     })
     .expect("valid options");
@@ -199,6 +200,193 @@ async fn ports_are_reached_on_loopback_with_host_networking() {
     );
 
     server.control.kill().await.expect("killed");
+    session.destroy().await.expect("destroyed");
+}
+
+/// Runs `script` in `session` and returns its exit code and its output, both streams.
+async fn attempt(session: &Arc<dyn SandboxSession>, script: &str) -> (i32, String) {
+    let output = session.run(Command::new(script)).await.expect("ran");
+    (
+        output.exit_code,
+        format!("{}{}", output.stdout, output.stderr),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ports_are_forwarded_into_a_container_without_a_network() {
+    if !docker_ready().await {
+        return;
+    }
+    // A server of the test on the host's loopback: what a sandbox must not reach.
+    let host_server = std::net::TcpListener::bind("127.0.0.1:0").expect("a host server");
+    let host_port = host_server.local_addr().expect("its address").port();
+    let provider = DockerSandbox::new(DockerSandboxOptions {
+        ports: vec![41011],
+        ..docker_options()
+    })
+    .expect("valid options");
+    assert_eq!(provider.network, NetworkMode::None);
+    let (first, second) = (unique("fwd-a"), unique("fwd-b"));
+    let a = provider.create(Some(&first)).await.expect("created");
+    let b = provider.create(Some(&second)).await.expect("created");
+    assert_eq!(a.ports(), &[41011]);
+    assert_eq!(b.ports(), &[41011]);
+    let url_a = a
+        .port_endpoint(41011, PortProtocol::Http)
+        .expect("an endpoint")
+        .url;
+    let url_b = b
+        .port_endpoint(41011, PortProtocol::Http)
+        .expect("an endpoint")
+        .url;
+    assert_ne!(
+        url_a, url_b,
+        "two sandboxes are reached on different host ports"
+    );
+    let port_of = |url: &str| -> u16 {
+        url.rsplit(':')
+            .next()
+            .and_then(|port| port.parse().ok())
+            .expect("a port")
+    };
+    for (session, text) in [(&a, "served from a"), (&b, "served from b")] {
+        session
+            .write_text("site/index.html", text)
+            .await
+            .expect("written");
+        // `httpd` without `-f` makes itself a daemon: it leaves the command's process group.
+        let (code, said) = attempt(session, "httpd -p 41011 -h site").await;
+        assert_eq!(code, 0, "{said}");
+    }
+    assert!(fetch(port_of(&url_a)).await.ends_with("served from a"));
+    assert!(fetch(port_of(&url_b)).await.ends_with("served from b"));
+
+    // From inside: the host's loopback, the other sandbox's host port and the metadata address
+    // are out of reach (refused on the container's own loopback, or no route at all).
+    for target in [
+        format!("127.0.0.1 {host_port}"),
+        format!("127.0.0.1 {}", port_of(&url_b)),
+        "169.254.169.254 80".to_owned(),
+    ] {
+        let (code, said) = attempt(&a, &format!("nc -w 3 {target} </dev/null")).await;
+        assert_ne!(code, 0, "{target} was reached from the sandbox: {said}");
+        assert!(
+            said.contains("refused") || said.contains("unreachable"),
+            "{target}: {said}"
+        );
+    }
+    assert_eq!(output(&a, "ls /sys/class/net").await, "lo");
+    assert!(a.description().contains("Network: none; ports 41011"));
+
+    // A fork's daemon, left running, ends when the fork is stopped; its port is free again.
+    let view = a
+        .fork(ForkOptions {
+            ports: vec![41012],
+            working_directory: Some("views/a".into()),
+        })
+        .await
+        .expect("forked");
+    let fork_url = view
+        .port_endpoint(41012, PortProtocol::Http)
+        .expect("an endpoint")
+        .url;
+    view.write_text("index.html", "the fork")
+        .await
+        .expect("written");
+    let (code, said) = attempt(
+        &view,
+        "setsid httpd -p 41012 -h . </dev/null >/dev/null 2>&1 &",
+    )
+    .await;
+    assert_eq!(code, 0, "{said}");
+    assert!(fetch(port_of(&fork_url)).await.ends_with("the fork"));
+    view.stop().await.expect("stopped");
+    let (code, said) = attempt(
+        &a,
+        "echo 'GET / HTTP/1.0
+' | nc -w 3 127.0.0.1 41012",
+    )
+    .await;
+    assert_ne!(code, 0, "the fork's daemon outlived it: {said}");
+    assert!(
+        fetch(port_of(&url_a)).await.ends_with("served from a"),
+        "the sandbox's own server still runs"
+    );
+    drop(host_server);
+    a.destroy().await.expect("destroyed");
+    b.destroy().await.expect("destroyed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allowed_hosts_are_the_only_ways_out() {
+    if !docker_ready().await {
+        return;
+    }
+    use std::io::Write;
+    use std::net::ToSocketAddrs;
+    // Two servers of the test on the host's loopback: one allowed, one not.
+    let serve = |greeting: &'static str| {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a server");
+        let port = listener.local_addr().expect("its address").port();
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().flatten() {
+                let _ = stream.write_all(greeting.as_bytes());
+            }
+        });
+        port
+    };
+    let (allowed, refused) = (serve("ALLOWED SERVICE"), serve("OTHER SERVICE"));
+    // This host's own name, when it resolves to its loopback (as most do), stands for a named
+    // host reached through the proxy.
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    let named = (name.as_str(), allowed)
+        .to_socket_addrs()
+        .is_ok_and(|mut addresses| addresses.any(|address| address.ip().is_loopback()))
+        && !name.is_empty()
+        && name != "localhost";
+    let mut hosts =
+        vec![AllowedHost::parse(&format!("127.0.0.1:{allowed}"), "allowedHosts").expect("valid")];
+    if named {
+        hosts
+            .push(AllowedHost::parse(&format!("{name}:{allowed}"), "allowedHosts").expect("valid"));
+    } else {
+        hosts.push(AllowedHost::parse("example.invalid", "allowedHosts").expect("valid"));
+    }
+    let provider = DockerSandbox::new(DockerSandboxOptions {
+        allowed_hosts: hosts,
+        ..docker_options()
+    })
+    .expect("valid options");
+    let session = provider
+        .create(Some(&unique("egress")))
+        .await
+        .expect("created");
+    // The allowed loopback port, forwarded into the container's own loopback.
+    let (code, said) = attempt(&session, &format!("nc -w 3 127.0.0.1 {allowed} </dev/null")).await;
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains("ALLOWED SERVICE"), "{said}");
+    let (code, said) = attempt(&session, &format!("nc -w 3 127.0.0.1 {refused} </dev/null")).await;
+    assert_ne!(code, 0, "a port not listed was reached: {said}");
+    // The proxy: a CONNECT to a host not listed is refused; to a listed one, tunnelled.
+    let connect = |target: String| {
+        format!("printf 'CONNECT {target} HTTP/1.1\\r\\nHost: {target}\\r\\n\\r\\n' | nc -w 3 127.0.0.1 3128")
+    };
+    let (_, said) = attempt(&session, &connect(format!("127.0.0.1:{refused}"))).await;
+    assert!(said.contains("403") && !said.contains("OTHER"), "{said}");
+    let (_, said) = attempt(&session, &connect("example.com:443".into())).await;
+    assert!(said.contains("403"), "{said}");
+    assert_eq!(
+        output(&session, "echo $HTTPS_PROXY").await,
+        "http://127.0.0.1:3128"
+    );
+    if named {
+        let (_, said) = attempt(&session, &connect(format!("{name}:{allowed}"))).await;
+        assert!(said.contains("200 Connection Established"), "{said}");
+        assert!(said.contains("ALLOWED SERVICE"), "{said}");
+    }
     session.destroy().await.expect("destroyed");
 }
 

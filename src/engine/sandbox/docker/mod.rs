@@ -7,11 +7,14 @@
 //!   a resume reads them back rather than trusting the options of the process that resumes.
 //! - **Safe defaults.** A non-root user (`1000:1000`), every capability dropped,
 //!   `no-new-privileges`, an init process that reaps orphans, limits on memory (1 GiB, no swap),
-//!   CPU (1) and processes (256), and no network at all unless ports are asked for: then host
-//!   networking, and endpoints on 127.0.0.1. (Bridge networks and published ports are not used:
-//!   they are not available everywhere this runs. With host networking the URLs handed out are on
-//!   loopback, but a process that binds `0.0.0.0` inside the sandbox, as harness bridges do, is
-//!   also reachable on the host's other interfaces unless a firewall closes them.)
+//!   CPU (1) and processes (256), and no network at all (`--network none`), ports or not.
+//! - **Ports** of a container without a network are served on the host's loopback, each on a
+//!   port the kernel picks for that view (so two sessions never share one), forwarded into the
+//!   container's own loopback through its network namespace ([`forward`], [`netns`]): the host
+//!   reaches the sandbox's ports, the sandbox reaches nothing of the host. This needs root and
+//!   the engine on this host. `network: "host"` (the host's network, ports the host's own) stays
+//!   possible as an explicit choice, and is a risk: the sandbox then reaches every service of the
+//!   host's loopback.
 //! - **Images** are used as they are on the engine: nothing is pulled unless `pull` is set. The
 //!   image needs `/bin/sh`, `sleep` and `kill`, and for files `readlink -f`, `cat`, `mkdir -p`,
 //!   `mv`, `rm`, `wc`, `stat -c` (busybox and GNU coreutils have them).
@@ -25,9 +28,12 @@
 
 mod client;
 mod container;
+pub mod egress;
 #[cfg(test)]
 mod engine_tests;
 mod files;
+mod forward;
+mod netns;
 mod session;
 pub(crate) mod tar;
 
@@ -44,6 +50,7 @@ use bollard::Docker;
 use futures::StreamExt;
 
 pub use client::{Endpoint, API_VERSION};
+pub use egress::AllowedHost;
 pub use session::DockerSandboxSession;
 
 use super::paths::normalize_absolute;
@@ -61,6 +68,7 @@ const LABEL_PORTS: &str = "dev.harness-sessions.ports";
 const LABEL_USER: &str = "dev.harness-sessions.user";
 const LABEL_NETWORK: &str = "dev.harness-sessions.network";
 const LABEL_LIMITS: &str = "dev.harness-sessions.limits";
+const LABEL_ALLOWED_HOSTS: &str = "dev.harness-sessions.allowed-hosts";
 
 /// What keeps a container alive: a shell that sleeps, and leaves at once when stopped.
 const KEEP_ALIVE: &str = "trap 'exit 0' TERM INT; while :; do sleep 86400 & wait $!; done";
@@ -68,9 +76,11 @@ const KEEP_ALIVE: &str = "trap 'exit 0' TERM INT; while :; do sleep 86400 & wait
 /// The network of a sandbox's container.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NetworkMode {
-    /// No network at all, loopback aside (`--network none`).
+    /// No network at all, loopback aside (`--network none`); ports are forwarded from the
+    /// host's loopback.
     None,
-    /// The host's network (`--network host`): ports are the host's, reached on 127.0.0.1.
+    /// The host's network (`--network host`): ports are the host's, reached on 127.0.0.1, and
+    /// the sandbox reaches every service of the host's. Only when asked for.
     Host,
 }
 
@@ -130,8 +140,10 @@ pub struct DockerSandboxOptions {
     pub memory_bytes: i64,
     /// Processes the container may run at once. Default: 256.
     pub pids_limit: i64,
-    /// The network; default: none without ports, host with ports.
+    /// The network; default: none (ports forwarded from the host's loopback).
     pub network: Option<NetworkMode>,
+    /// The only hosts a container without a network reaches ([`egress`]). Default: none.
+    pub allowed_hosts: Vec<AllowedHost>,
 }
 
 impl Default for DockerSandboxOptions {
@@ -150,6 +162,7 @@ impl Default for DockerSandboxOptions {
             memory_bytes: 1024 * 1024 * 1024,
             pids_limit: 256,
             network: None,
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -292,17 +305,13 @@ impl DockerSandbox {
                 "pids: a sandbox needs room for at least 8 processes (its shell and init among them).",
             ));
         }
-        let network = match options.network {
-            Some(NetworkMode::None) if !options.ports.is_empty() => {
-                return Err(SessionError::input(
-                    "network",
-                    "network: ports need a network; leave network unset, or set it to \"host\".",
-                ))
-            }
-            Some(network) => network,
-            None if options.ports.is_empty() => NetworkMode::None,
-            None => NetworkMode::Host,
-        };
+        let network = options.network.unwrap_or(NetworkMode::None);
+        if network == NetworkMode::Host && !options.allowed_hosts.is_empty() {
+            return Err(SessionError::input(
+                "allowedHosts",
+                "allowedHosts: a sandbox on the host's network reaches every host already; give allowedHosts without network \"host\".",
+            ));
+        }
         Ok(DockerSandbox {
             options,
             network,
@@ -349,6 +358,20 @@ impl DockerSandbox {
     fn create_body(&self, session_id: &str) -> ContainerCreateBody {
         let options = &self.options;
         let mut env = vec![format!("HOME={}", options.home)];
+        if egress::needs_proxy(&options.allowed_hosts) {
+            let given = |name: &str| options.env.iter().any(|(given, _)| given == name);
+            let proxy = format!("http://127.0.0.1:{}", egress::PROXY_PORT);
+            for name in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"] {
+                if !given(name) {
+                    env.push(format!("{name}={proxy}"));
+                }
+            }
+            for name in ["NO_PROXY", "no_proxy"] {
+                if !given(name) {
+                    env.push(format!("{name}=127.0.0.1,localhost"));
+                }
+            }
+        }
         env.extend(
             options
                 .env
@@ -374,6 +397,15 @@ impl DockerSandbox {
             (LABEL_USER.to_owned(), options.user.clone()),
             (LABEL_NETWORK.to_owned(), self.network.as_str().to_owned()),
             (LABEL_LIMITS.to_owned(), self.limits_text()),
+            (
+                LABEL_ALLOWED_HOSTS.to_owned(),
+                options
+                    .allowed_hosts
+                    .iter()
+                    .map(AllowedHost::text)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
         ]);
         ContainerCreateBody {
             image: Some(options.image.clone()),
@@ -500,7 +532,16 @@ impl DockerSandbox {
             None => self.options.ports.clone(),
         };
         let limits = label(LABEL_LIMITS).unwrap_or_default();
+        let allowed_hosts = match label(LABEL_ALLOWED_HOSTS) {
+            Some(hosts) => hosts
+                .split(',')
+                .filter(|entry| !entry.is_empty())
+                .filter_map(|entry| AllowedHost::parse(entry, "allowedHosts").ok())
+                .collect(),
+            None => Vec::new(),
+        };
         let settings = Settings {
+            allowed_hosts,
             image: inspected
                 .config
                 .and_then(|config| config.image)
@@ -511,7 +552,7 @@ impl DockerSandbox {
             limits,
         };
         let container = Container::new(docker, self.endpoint.clone(), name, settings)?;
-        Ok(Some(container.root_view(working_directory, ports)?))
+        Ok(Some(container.root_view(working_directory, ports).await?))
     }
 }
 
@@ -587,6 +628,7 @@ impl SandboxProvider for DockerSandbox {
         }
         let (uid, gid) = parse_user(&self.options.user)?;
         let settings = Settings {
+            allowed_hosts: self.options.allowed_hosts.clone(),
             image: self.options.image.clone(),
             user: self.options.user.clone(),
             home: self.options.home.clone(),
@@ -621,10 +663,17 @@ impl SandboxProvider for DockerSandbox {
             let _ = container.remove().await;
             return Err(error);
         }
-        container.root_view(
-            self.options.working_directory.clone(),
-            self.options.ports.clone(),
-        )
+        let view = container
+            .clone()
+            .root_view(
+                self.options.working_directory.clone(),
+                self.options.ports.clone(),
+            )
+            .await;
+        if view.is_err() {
+            let _ = container.remove().await;
+        }
+        view
     }
 
     async fn find(&self, session_id: &str) -> Result<Option<Arc<dyn SandboxSession>>> {
@@ -680,11 +729,6 @@ mod tests {
                 ..ok.clone()
             },
             DockerSandboxOptions {
-                ports: vec![4000],
-                network: Some(NetworkMode::None),
-                ..ok.clone()
-            },
-            DockerSandboxOptions {
                 host: Some("ssh://x".into()),
                 ..ok.clone()
             },
@@ -697,7 +741,7 @@ mod tests {
     }
 
     #[test]
-    fn networking_follows_the_ports() {
+    fn no_network_unless_the_host_is_asked_for() {
         let with_ports = DockerSandbox::new(DockerSandboxOptions {
             image: "x".into(),
             ports: vec![4000],
@@ -705,7 +749,7 @@ mod tests {
         });
         assert_eq!(
             with_ports.map(|sandbox| sandbox.network),
-            Ok(NetworkMode::Host)
+            Ok(NetworkMode::None)
         );
     }
 

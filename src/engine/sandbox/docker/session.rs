@@ -13,10 +13,12 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::client::status_of;
 use super::container::Container;
+use super::forward::PortForwarder;
 use super::NetworkMode;
 use crate::engine::error::{Result, SessionError};
 use crate::engine::sandbox::paths::{self, PathPolicy};
 use crate::engine::sandbox::process::{process_channel, ExitStatus, ProcessSink};
+use crate::engine::sandbox::sweep::{Sweep, MARKER};
 use crate::engine::sandbox::view::{
     fresh_fork_name, loopback_endpoint, random_u64, validate_ports,
 };
@@ -29,12 +31,23 @@ use crate::engine::sandbox::{
 const EXEC_WRAPPER: &str = "echo \"$$\" >&2; exec /bin/sh -c \"$1\"";
 
 impl Container {
+    /// Listeners on the host for `ports` of a view, when the container has no network of its own.
+    async fn forwarder(&self, ports: &[u16]) -> Result<Option<PortForwarder>> {
+        if ports.is_empty() || self.settings.network == NetworkMode::Host {
+            return Ok(None);
+        }
+        let namespace = self.namespace().await?;
+        PortForwarder::start(&namespace, ports).map(Some)
+    }
+
     /// The view of the whole container.
-    pub(crate) fn root_view(
+    pub(crate) async fn root_view(
         self: Arc<Self>,
         working_directory: String,
         ports: Vec<u16>,
     ) -> Result<Arc<dyn SandboxSession>> {
+        self.open_egress().await?;
+        let forwarder = self.forwarder(&ports).await?;
         let policy = PathPolicy::new(
             [
                 working_directory.clone(),
@@ -48,6 +61,7 @@ impl Container {
             view: 0,
             working_directory,
             ports,
+            forwarder,
             policy,
             owns_directory: false,
         }))
@@ -61,6 +75,8 @@ pub struct DockerSandboxSession {
     view: u64,
     working_directory: String,
     ports: Vec<u16>,
+    /// The host's listeners for `ports` (none with the host's network).
+    forwarder: Option<PortForwarder>,
     policy: PathPolicy,
     owns_directory: bool,
 }
@@ -74,6 +90,11 @@ impl DockerSandboxSession {
     /// The network of the container.
     pub fn network(&self) -> NetworkMode {
         self.container.settings.network
+    }
+
+    /// The mark this view's processes carry ([`MARKER`]).
+    fn mark(&self) -> String {
+        format!("{}/{:x}", self.container.name, self.view)
     }
 
     /// Reads stderr frames until the wrapper's first line, the process id; returns it and the rest
@@ -140,17 +161,35 @@ impl SandboxSession for DockerSandboxSession {
 
     fn description(&self) -> String {
         let settings = &self.container.settings;
+        let listed = self
+            .ports
+            .iter()
+            .map(u16::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
         let network = match settings.network {
-            NetworkMode::None => "Network: none.".to_owned(),
-            NetworkMode::Host if self.ports.is_empty() => "Network: the host's.".to_owned(),
-            NetworkMode::Host => format!(
-                "Network: the host's; ports {} are reached on 127.0.0.1.",
-                self.ports
+            NetworkMode::None if !settings.allowed_hosts.is_empty() => format!(
+                "Network: none but {} (other hosts through the proxy in HTTPS_PROXY){}.",
+                settings
+                    .allowed_hosts
                     .iter()
-                    .map(u16::to_string)
+                    .map(|entry| entry.text())
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", "),
+                if self.ports.is_empty() {
+                    String::new()
+                } else {
+                    format!("; ports {listed} (listen on them inside) are reached from outside through the host")
+                }
             ),
+            NetworkMode::None if self.ports.is_empty() => "Network: none.".to_owned(),
+            NetworkMode::None => format!(
+                "Network: none; ports {listed} (listen on them inside, on any address) are reached from outside through the host."
+            ),
+            NetworkMode::Host if self.ports.is_empty() => "Network: the host's.".to_owned(),
+            NetworkMode::Host => {
+                format!("Network: the host's; ports {listed} are reached on 127.0.0.1.")
+            }
         };
         let limits = if settings.limits.is_empty() {
             String::new()
@@ -170,16 +209,19 @@ impl SandboxSession for DockerSandboxSession {
     }
 
     fn port_endpoint(&self, port: u16, protocol: PortProtocol) -> Result<PortEndpoint> {
-        if self.container.settings.network == NetworkMode::None {
-            return Err(SessionError::input(
-                "port",
-                format!(
-                    "The sandbox container {} has no network, so no port of it can be reached: give dockerSandbox ports, or network \"host\".",
-                    self.container.name
-                ),
-            ));
+        let endpoint = loopback_endpoint(&self.ports, port, protocol)?;
+        match &self.forwarder {
+            None => Ok(endpoint),
+            Some(forwarder) => {
+                let host_port = forwarder.host_port(port).ok_or_else(|| {
+                    SessionError::internal("a port of a sandbox view has no listener on the host")
+                })?;
+                Ok(PortEndpoint {
+                    url: format!("{}://127.0.0.1:{host_port}", protocol.scheme()),
+                    headers: endpoint.headers,
+                })
+            }
         }
-        loopback_endpoint(&self.ports, port, protocol)
     }
 
     async fn spawn(&self, command: Command) -> Result<SandboxProcess> {
@@ -208,6 +250,7 @@ impl SandboxSession for DockerSandboxSession {
                             .env
                             .iter()
                             .map(|(name, value)| format!("{name}={value}"))
+                            .chain([format!("{MARKER}={}", self.mark())])
                             .collect(),
                     ),
                     working_dir: Some(directory.clone()),
@@ -371,7 +414,17 @@ impl SandboxSession for DockerSandboxSession {
                 .filter(|(_, view)| **view == self.view)
                 .map(|(pid, _)| *pid)
                 .collect();
-            return match self.container.kill(&pids).await {
+            let killed = self.container.kill(&pids).await;
+            // What left its process group (a daemon, `setsid`, `nohup`) and what holds the view's
+            // ports end too: the next session handed these ports finds them free.
+            self.container
+                .sweep(Sweep {
+                    mark: Some(self.mark()),
+                    ports: self.ports.clone(),
+                    everything: false,
+                })
+                .await;
+            return match killed {
                 Err(SessionError::Host { message, .. })
                     if message.contains("is stopped") || message.contains("is gone") =>
                 {
@@ -428,14 +481,16 @@ impl SandboxSession for DockerSandboxSession {
 
     async fn fork(&self, options: ForkOptions) -> Result<Arc<dyn SandboxSession>> {
         validate_ports(&options.ports, "ports")?;
-        if !options.ports.is_empty() && self.container.settings.network == NetworkMode::None {
-            return Err(SessionError::input(
-                "ports",
-                format!(
-                    "The sandbox container {} has no network, so a fork of it cannot expose ports: give dockerSandbox ports, or network \"host\".",
-                    self.container.name
-                ),
-            ));
+        if !options.ports.is_empty() {
+            // A port is checked free before it is handed out: whatever of the sandbox still
+            // listens on it (a daemon a closed session left) ends first.
+            self.container
+                .sweep(Sweep {
+                    mark: None,
+                    ports: options.ports.clone(),
+                    everything: false,
+                })
+                .await;
         }
         let requested = options.working_directory.unwrap_or_else(fresh_fork_name);
         let confined = self.policy.resolve(&requested)?;
@@ -450,6 +505,7 @@ impl SandboxSession for DockerSandboxSession {
             view: random_u64() | 1,
             policy: self.policy.with_base(&directory)?,
             working_directory: directory,
+            forwarder: self.container.forwarder(&options.ports).await?,
             ports: options.ports,
             owns_directory,
         }))

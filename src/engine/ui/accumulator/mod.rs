@@ -148,6 +148,8 @@ pub struct MessageAccumulator {
     snapshots: u64,
     /// `step-start` parts pushed since the last snapshot: the last ones of `parts`.
     unpublished_step_starts: usize,
+    /// The parts of the message this one continues: those before the turn's own.
+    input_parts: usize,
 }
 
 impl MessageAccumulator {
@@ -206,6 +208,7 @@ impl MessageAccumulator {
             halted: false,
             snapshots: 0,
             unpublished_step_starts: 0,
+            input_parts: 0,
         };
         let mut invalid = None;
         if let Some(Value::Object(map)) = &input_message {
@@ -226,6 +229,7 @@ impl MessageAccumulator {
                             .and_then(Value::as_array)
                             .map_or(0, Vec::len);
                         accumulator.ghosts = vec![Ghosts::default(); parts];
+                        accumulator.input_parts = parts;
                         accumulator.message = Value::Object(map);
                         accumulator.index_input_parts();
                     }
@@ -281,6 +285,32 @@ impl MessageAccumulator {
                 }
             }
         }
+    }
+
+    /// What a reader joining the stream mid-way needs to rebuild it: the message so far, the
+    /// parts of the message it continues (`inputParts`, not the turn's), and the parts still open:
+    /// each text and reasoning part's index by its chunk id, and each streaming tool call's input
+    /// text so far by its `toolCallId`.
+    pub fn message_so_far(&self) -> Value {
+        let mut open_text = serde_json::Map::new();
+        for (id, index) in &self.active_text {
+            open_text.insert(id.clone(), Value::from(*index));
+        }
+        let mut open_reasoning = serde_json::Map::new();
+        for (id, index) in &self.active_reasoning {
+            open_reasoning.insert(id.clone(), Value::from(*index));
+        }
+        let mut tool_inputs = serde_json::Map::new();
+        for (id, partial) in &self.partial_tool_calls {
+            tool_inputs.insert(id.clone(), Value::String(partial.text().to_owned()));
+        }
+        serde_json::json!({
+            "message": self.message,
+            "inputParts": self.input_parts,
+            "openText": open_text,
+            "openReasoning": open_reasoning,
+            "toolInputs": tool_inputs,
+        })
     }
 
     /// The message as the chunks so far have built it.
@@ -461,6 +491,27 @@ mod tests {
             .iter()
             .map(ToString::to_string)
             .collect()
+    }
+
+    #[test]
+    fn the_reply_so_far_names_its_open_parts_and_the_continued_parts() {
+        let input = json!({"id": "m", "role": "assistant", "parts": [{"type": "text", "text": "before", "state": "done"}]});
+        let accumulator = run(
+            Some(input),
+            &[
+                json!({"type": "start-step"}),
+                json!({"type": "text-start", "id": "t"}),
+                json!({"type": "text-delta", "id": "t", "delta": "so far"}),
+                json!({"type": "tool-input-start", "toolCallId": "c", "toolName": "look"}),
+                json!({"type": "tool-input-delta", "toolCallId": "c", "inputTextDelta": "{\"q\":"}),
+            ],
+        );
+        let reply = accumulator.message_so_far();
+        assert_eq!(reply["inputParts"], json!(1));
+        assert_eq!(reply["openText"], json!({"t": 2}));
+        assert_eq!(reply["openReasoning"], json!({}));
+        assert_eq!(reply["toolInputs"], json!({"c": "{\"q\":"}));
+        assert_eq!(reply["message"]["parts"][2]["text"], json!("so far"));
     }
 
     #[test]

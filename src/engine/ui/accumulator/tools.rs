@@ -108,6 +108,13 @@ pub(super) struct PartialToolCall {
     tool_metadata: Option<Map<String, Value>>,
 }
 
+impl PartialToolCall {
+    /// The input text streamed so far.
+    pub(super) fn text(&self) -> &str {
+        &self.text
+    }
+}
+
 pub(super) fn is_tool_type(part_type: &str) -> bool {
     part_type.starts_with("tool-") || part_type == "dynamic-tool"
 }
