@@ -19,6 +19,7 @@ import {
   localSandbox,
   sharedSandbox,
 } from '../index.js';
+import { freshSchema, pgStore, postgresSkip } from './support/postgres.mjs';
 import { createFakeSandbox, createScriptedHarness } from '../testing/index.mjs';
 import { dockerHost, dockerSkipFor, image, removeContainers } from './support/docker.mjs';
 import { createDeferred, createFakeAgent, readTurn, sleep, testManager, testSandboxes, until, untilStatus } from './support/sessions.mjs';
@@ -94,16 +95,24 @@ describe('exec() with the fake agent', () => {
     assert.deepEqual(record.commandResults, [{ key: 'count', command, result: first }]);
   });
 
-  test('keys are kept across a restart on the SQLite store', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'hs-exec-sqlite-'));
-    const path = join(dir, 'sessions.db');
+  for (const [name, storeOf, skip = false] of [
+    ['the SQLite store', () => {
+      const path = join(mkdtempSync(join(tmpdir(), 'hs-exec-sqlite-')), 'sessions.db');
+      return () => createSqliteSessionStore({ path });
+    }],
+    ['the PostgreSQL store', () => {
+      const schema = freshSchema('exec');
+      return () => pgStore({ schema });
+    }, postgresSkip],
+  ]) test(`keys are kept across a restart on ${name}`, { skip }, async () => {
+    const newStore = storeOf();
     const root = mkdtempSync(join(tmpdir(), 'hs-exec-'));
     const open = () => {
       const sandboxes = testSandboxes();
       const sandbox = createFakeSandbox({ root });
       const acquire = sandboxes.acquire;
       sandboxes.acquire = async (id, o) => ({ ...(await acquire(id, o)), sandboxSession: sandbox });
-      return testManager({ sandboxes, store: createSqliteSessionStore({ path }) }).sessions;
+      return testManager({ sandboxes, store: newStore() }).sessions;
     };
     const command = 'echo run >> count; wc -l < count';
     const first = open();

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createMemorySessionStore, createSqliteSessionStore, localSandbox, sandboxPerSession, SessionError, SessionInputError } from '../index.js';
+import { pgStore, postgresSkip } from './support/postgres.mjs';
 import { createFakeSandbox } from '../testing/index.mjs';
 import { testManager, untilStatus } from './support/sessions.mjs';
 
@@ -95,6 +96,7 @@ describe('session ids', () => {
   test('the stores refuse a bad id in get(), getResumeState() and delete(), as a rejection', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hs-once-'));
     const stores = { memory: createMemorySessionStore(), sqlite: createSqliteSessionStore({ path: join(dir, 's.db') }) };
+    if (!postgresSkip) stores.postgres = pgStore();
     try {
       for (const [kind, store] of Object.entries(stores)) {
         await store.save({ id: 'ok\ufffd', status: 'idle', metadata: {}, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', turns: 0, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, messages: [] });
@@ -111,6 +113,7 @@ describe('session ids', () => {
       }
     } finally {
       await stores.sqlite.close();
+      await stores.postgres?.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { createMemorySessionStore, createSqliteSessionStore } from '../index.js';
+import { pgStore, postgresSkip } from './support/postgres.mjs';
 import { createFakeAgent, readTurn, streamAgent, testManager, testSandboxes, until, untilStatus } from './support/sessions.mjs';
 
 const ZERO = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
@@ -146,11 +147,12 @@ describe('the record of a session', () => {
 });
 
 describe('every store keeps the fields it is given', () => {
-  for (const [name, open] of [
+  for (const [name, open, skip = false] of [
     ['the memory store', () => createMemorySessionStore()],
     ['the SQLite store', () => createSqliteSessionStore({ path: join(tempDir(), 's.db') })],
+    ['the PostgreSQL store', () => pgStore(), postgresSkip],
   ]) {
-    test(`${name}: a record of the reference's shape, extra fields and all, round-trips unchanged`, async () => {
+    test(`${name}: a record of the reference's shape, extra fields and all, round-trips unchanged`, { skip }, async () => {
       const store = open();
       const record = foreignRecord('f');
       await store.save(record, undefined);
@@ -220,25 +222,31 @@ describe('every store keeps the fields it is given', () => {
     await sessions.shutdown();
   });
 
-  test('the manager keeps them over the SQLite store too', async () => {
-    const store = createSqliteSessionStore({ path: join(tempDir(), 's.db') });
-    const record = foreignRecord('sq', 'suspended');
-    await store.save(record, { type: 'resume-session', harnessId: 'fake', specificationVersion: 'harness-v1', data: { sessionId: 'sq', prompts: [] } });
-    const { sessions } = testManager({ store });
-    const { session } = await readTurn(await sessions.send('sq', { message: 'hi' }));
-    assert.equal(session.turns, 4);
-    const stored = await store.get('sq');
-    assert.deepEqual([stored.owner, stored.archived, stored.score], [record.owner, false, 0.125]);
-    await sessions.shutdown();
-  });
+  for (const [name, open, skip = false] of [
+    ['the SQLite store', () => createSqliteSessionStore({ path: join(tempDir(), 's.db') })],
+    ['the PostgreSQL store', () => pgStore(), postgresSkip],
+  ]) {
+    test(`the manager keeps them over ${name} too`, { skip }, async () => {
+      const store = open();
+      const record = foreignRecord('sq', 'suspended');
+      await store.save(record, { type: 'resume-session', harnessId: 'fake', specificationVersion: 'harness-v1', data: { sessionId: 'sq', prompts: [] } });
+      const { sessions } = testManager({ store });
+      const { session } = await readTurn(await sessions.send('sq', { message: 'hi' }));
+      assert.equal(session.turns, 4);
+      const stored = await store.get('sq');
+      assert.deepEqual([stored.owner, stored.archived, stored.score], [record.owner, false, 0.125]);
+      await sessions.shutdown();
+    });
+  }
 });
 
 describe('list() again, after writes', () => {
-  for (const [name, open] of [
+  for (const [name, open, skip = false] of [
     ['the memory store', () => createMemorySessionStore()],
     ['the SQLite store', () => createSqliteSessionStore({ path: join(tempDir(), 's.db') })],
+    ['the PostgreSQL store', () => pgStore(), postgresSkip],
   ]) {
-    test(`${name}: each list() shows every write and delete since the last, in copies of its own`, async () => {
+    test(`${name}: each list() shows every write and delete since the last, in copies of its own`, { skip }, async () => {
       const store = open();
       const saved = (id, at, title) => store.save({ id, status: 'closed', metadata: { title, tags: ['a'] }, createdAt: at, updatedAt: at, messages: [] });
       await saved('a', 1_000, 'first');

@@ -8,7 +8,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { createMemorySessionStore, createSessionManager, createSqliteSessionStore, SessionInputError } from '../index.js';
+import { createMemorySessionStore, createPostgresSessionStore, createSessionManager, createSqliteSessionStore, SessionInputError } from '../index.js';
+import { pgStore, postgresSkip } from './support/postgres.mjs';
 import { createFakeAgent, readTurn, testSandboxes, until } from './support/sessions.mjs';
 
 const isInputError = (error) => SessionInputError.isInstance(error);
@@ -65,6 +66,14 @@ describe('BUG: ids with a lone surrogate are the same session as the id with U+F
     }
   });
 
+  test("the PostgreSQL store's delete('a\\uDFFF') leaves 'a\\uFFFD'", { skip: postgresSkip }, async () => {
+    const store = pgStore();
+    await store.save({ id: 'a\ufffd', status: 'closed', metadata: {}, createdAt: 1, updatedAt: 1, messages: [] });
+    await store.delete('a\udfff').catch(() => {});
+    assert.ok((await store.get('a\ufffd')) !== undefined, "store.delete('a\\uDFFF') deleted 'a\\uFFFD'");
+    await store.close();
+  });
+
   test("the SQLite store's delete('a\\uDFFF') deletes 'a\\uFFFD'", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hs-bug-'));
     try {
@@ -88,6 +97,12 @@ describe('BUG: malformed options objects give raw errors, not SessionInputError'
       await expectInputError(() => sessions.send('s', null), "send('s', null)");
       await expectInputError(() => sessions.continue('s', null), "continue('s', null)");
       await expectInputError(() => createSqliteSessionStore(null), 'createSqliteSessionStore(null)');
+      await expectInputError(() => createPostgresSessionStore(null), 'createPostgresSessionStore(null)');
+      await expectInputError(() => createPostgresSessionStore({ url: 5 }), 'createPostgresSessionStore({ url: 5 })');
+      await expectInputError(() => createPostgresSessionStore({ url: 'postgres://u@h/d', leaseTtlMs: 'soon' }), "leaseTtlMs: 'soon'");
+      await expectInputError(() => createPostgresSessionStore({ url: 'postgres://u@h/d', leaseTtlMs: NaN }), 'leaseTtlMs: NaN');
+      await expectInputError(() => createPostgresSessionStore({ url: 'postgres://u@h/d', schema: 'a"; DROP' }), 'schema with a quote');
+      await expectInputError(() => createPostgresSessionStore({ url: 'postgres://u@h/d', instanceId: 7 }), 'instanceId: 7');
     } finally {
       await sessions.shutdown();
     }
@@ -145,6 +160,16 @@ describe('BUG: malformed options objects give raw errors, not SessionInputError'
       await expectInputError(() => store.getResumeState({}), 'store.getResumeState({})');
       await expectInputError(() => store.delete(null), 'store.delete(null)');
       await expectInputError(() => store.save(undefined), 'store.save(undefined)');
+      if (!postgresSkip) {
+        const postgres = pgStore();
+        await expectInputError(() => postgres.get(5), 'postgres store.get(5)');
+        await expectInputError(() => postgres.getResumeState({}), 'postgres store.getResumeState({})');
+        await expectInputError(() => postgres.delete(null), 'postgres store.delete(null)');
+        await expectInputError(() => postgres.save(undefined), 'postgres store.save(undefined)');
+        await expectInputError(() => postgres.save({ id: 'x', status: 'no such status', metadata: {}, messages: [] }), 'postgres store.save(a bad status)');
+        assert.deepEqual(await postgres.list(), []);
+        await postgres.close();
+      }
       // The memory store answers on the calling thread: the same refusals, as rejections.
       const memory = createMemorySessionStore();
       await expectInputError(() => memory.get(5), 'memory store.get(5)');

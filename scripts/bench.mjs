@@ -12,7 +12,7 @@
 // Options: --quick (few repetitions: a smoke run), --only <figure>[,<figure>...] (the results of
 // the other figures are kept from the last latest.json), --soak (adds the soak, 2 minutes; with
 // --soak-seconds <n> for another length), --no-build. Figures: stream, first-chunk, reconnect,
-// turn-memory, list, store-writes, many-sessions, long-session, suspended-memory, startup, docker,
+// turn-memory, list, store-writes, store-writes-postgres, many-sessions, long-session, suspended-memory, startup, docker,
 // docker-ports, claude-code, soak; and `engine`: the engine's measurement tests (`#[ignore]`d, so
 // that `cargo test` does not run them: the SQLite store's saves and lists), run last in the
 // release profile, their output printed (not tabled).
@@ -25,7 +25,7 @@ import { join } from 'node:path';
 import { buildAddon, ensureDependencies, root, TARGET } from './lib.mjs';
 import { machineInfo, textTable, writeResults } from '../bench/report.mjs';
 
-const FIGURES = ['stream', 'first-chunk', 'reconnect', 'turn-memory', 'list', 'store-writes', 'many-sessions', 'long-session', 'suspended-memory', 'startup', 'docker', 'docker-ports', 'claude-code', 'soak'];
+const FIGURES = ['stream', 'first-chunk', 'reconnect', 'turn-memory', 'list', 'store-writes', 'store-writes-postgres', 'many-sessions', 'long-session', 'suspended-memory', 'startup', 'docker', 'docker-ports', 'claude-code', 'soak'];
 
 /** The engine's measurement tests: not a figure of the table, their output is printed. */
 const ENGINE = 'engine';

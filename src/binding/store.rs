@@ -19,6 +19,7 @@ use crate::engine::input::{self, GivenText};
 use crate::engine::session::SessionRecord;
 use crate::engine::store::lazy::{LazyStore, OpenStore};
 use crate::engine::store::memory::MemoryStore;
+use crate::engine::store::postgres::{config as pg_config, PostgresStore, PostgresStoreOptions};
 use crate::engine::store::sqlite::key::{self, GivenKey};
 use crate::engine::store::sqlite::{SqliteStore, SqliteStoreOptions};
 use crate::engine::store::SessionStore;
@@ -29,12 +30,21 @@ pub struct NativeStore {
     store: Arc<dyn SessionStore>,
     /// Whether every call of the store completes without waiting (a store in memory).
     immediate: bool,
+    /// The same store as a PostgreSQL store, when it is one: the many-instance work runs its
+    /// leases and turn log on its pool.
+    postgres: Option<Arc<PostgresStore>>,
 }
 
 impl NativeStore {
     /// The store, for the manager.
     pub(crate) fn store(&self) -> Arc<dyn SessionStore> {
         self.store.clone()
+    }
+
+    /// The PostgreSQL store, when this is one.
+    #[allow(dead_code)] // For the many-instance work (leases, the turn log).
+    pub(crate) fn postgres_store(&self) -> Option<Arc<PostgresStore>> {
+        self.postgres.clone()
     }
 
     async fn saving(
@@ -98,6 +108,12 @@ fn parse<T: serde::de::DeserializeOwned>(json: &str, name: &str) -> Result<T, Se
     })
 }
 
+/// The text of an option given (not `undefined` or `null`): a string, else refused at `path`.
+fn given_text(given: GivenText, path: &str) -> Result<String, SessionError> {
+    input::optional_text(given, path)?
+        .ok_or_else(|| SessionError::input(path, format!("{path} must be a string")))
+}
+
 /// The stamp a caller says it has seen up to: 0 (none) unless a whole number a stamp can be.
 pub(crate) fn stamp(known: f64) -> u64 {
     if known.is_finite() && known >= 1.0 && known.fract() == 0.0 && known <= 9_007_199_254_740_991.0
@@ -121,6 +137,7 @@ impl NativeStore {
         NativeStore {
             store: Arc::new(MemoryStore::new()),
             immediate: true,
+            postgres: None,
         }
     }
 
@@ -153,6 +170,60 @@ impl NativeStore {
             Ok(NativeStore {
                 store: Arc::new(LazyStore::new(open)),
                 immediate: false,
+                postgres: None,
+            })
+        })
+    }
+
+    /// A PostgreSQL store on `url` (a `postgres://` connection string), connected at its first
+    /// use, its schema (`harness_sessions` unless `schema`) created or migrated then under a lock.
+    /// `leaseTtlMs` (default 15,000), `instanceId` (default a random id of the process) and
+    /// `listenUrl` (the `LISTEN` connection's server, default `url`) serve the many-instance
+    /// work; resume states are encrypted with `key` as for [`NativeStore::sqlite`]. Everything is
+    /// checked here; a bad value is refused at once, an unreachable server at the first use.
+    #[napi(factory)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn postgres(
+        env: napi::Env,
+        #[napi(ts_arg_type = "unknown")] url: GivenText,
+        #[napi(ts_arg_type = "unknown")] schema: Option<GivenText>,
+        lease_ttl_ms: Option<f64>,
+        #[napi(ts_arg_type = "unknown")] instance_id: Option<GivenText>,
+        #[napi(ts_arg_type = "unknown")] listen_url: Option<GivenText>,
+        #[napi(ts_arg_type = "unknown")] key: GivenKey,
+        key_from: Option<String>,
+    ) -> napi::Result<NativeStore> {
+        super::error::guard_sync(&env, || {
+            let url = match url {
+                GivenText::Text(url) => url,
+                GivenText::NotText | GivenText::LoneSurrogate => {
+                    return Err(SessionError::input(
+                        "url",
+                        "url must be a postgres:// connection string",
+                    ))
+                }
+            };
+            let mut options = PostgresStoreOptions::new(&url)?;
+            if let Some(schema) = schema {
+                options.schema = pg_config::schema_name(&given_text(schema, "schema")?)?;
+            }
+            if let Some(millis) = lease_ttl_ms {
+                options.lease_ttl = pg_config::lease_ttl(millis)?;
+            }
+            if let Some(id) = instance_id {
+                options.instance_id = pg_config::instance_id(&given_text(id, "instanceId")?)?;
+            }
+            if let Some(listen) = listen_url {
+                let listen = given_text(listen, "listenUrl")?;
+                options.listen_url =
+                    Some(pg_config::ConnectionTarget::parse(&listen, "listenUrl")?);
+            }
+            options.encryption_key = key::encryption_key(key, key_from.as_deref())?;
+            let store = Arc::new(PostgresStore::new(options)?);
+            Ok(NativeStore {
+                store: store.clone(),
+                immediate: false,
+                postgres: Some(store),
             })
         })
     }
