@@ -222,6 +222,13 @@ function fromDetails(details) {
       failure.code = 'SESSION_HOST';
       return failure;
     }
+    case 'SESSION_LEASE_LOST': {
+      const failure = new SessionError(details.message);
+      failure.code = 'SESSION_LEASE_LOST';
+      failure.statusCode = 503;
+      failure.sessionId = details.sessionId;
+      return failure;
+    }
     case 'SESSION_SHUT_DOWN': {
       const failure = new SessionError(details.message);
       failure.code = 'SESSION_SHUT_DOWN';
