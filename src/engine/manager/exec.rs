@@ -172,7 +172,17 @@ impl SessionManager {
             self.inner.ready().await?;
             check(&request)?;
             let entry = self.inner.entry(id);
-            let result = self.inner.exec(&entry, request, &mut cancel).await;
+            let wire = serde_json::json!({
+                "kind": "exec",
+                "command": request.command,
+                "key": request.key,
+                "maxOutputBytes": request.max_output_bytes,
+            });
+            let result = match self.inner.route(id, move || wire.clone()).await {
+                Ok(super::Route::Here) => self.inner.exec(&entry, request, &mut cancel).await,
+                Ok(super::Route::There(answer)) => super::many::answer(answer),
+                Err(error) => Err(error),
+            };
             self.inner.release(&entry);
             result
         }
