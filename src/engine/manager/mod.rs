@@ -234,8 +234,12 @@ impl SessionManager {
     ) -> Result<SessionSummary> {
         crate::engine::input::check_session_id(&id, "id")?;
         messages::check_depth(&metadata, "metadata")?;
-        let wire = serde_json::json!({"kind": "create", "metadata": metadata, "history": history});
-        let (there, held) = self.route_first(&id, wire).await?;
+        let (there, held) = self
+            .route_first(
+                &id,
+                || serde_json::json!({"kind": "create", "metadata": metadata, "history": history}),
+            )
+            .await?;
         let result = match there {
             Some(answer) => many::answer(answer),
             None => {
@@ -328,7 +332,7 @@ impl SessionManager {
         ask: turn::TurnAsk,
     ) -> Result<TurnStarted> {
         let mut cancel = self.inner.waiting.enter(turn_id);
-        let result = match self.route_first(id, ask.to_wire()).await {
+        let result = match self.route_first(id, || ask.to_wire()).await {
             Ok((Some(answer), held)) => self.routed(held, many::started_from_wire(answer)),
             Ok((None, held)) => {
                 let result = self
@@ -361,14 +365,22 @@ impl SessionManager {
 
     /// Where a command any instance may be asked runs: `None` here (this instance holds, or
     /// took, the session's lease; or there is no cluster), else the answer of the owner, which
-    /// ran it as `wire` says. The entry returned is held until [`SessionManager::routed`], so
-    /// that the lease is not let go of meanwhile.
-    async fn route_first(&self, id: &str, wire: Value) -> Result<(Option<Value>, Arc<Entry>)> {
+    /// ran it as `wire` says (`wire` is only made in many-instance mode). The entry returned is
+    /// held until [`SessionManager::routed`], so that the lease is not let go of meanwhile.
+    async fn route_first(
+        &self,
+        id: &str,
+        wire: impl FnOnce() -> Value,
+    ) -> Result<(Option<Value>, Option<Arc<Entry>>)> {
+        if self.inner.many.is_none() {
+            return Ok((None, None));
+        }
         self.inner.ready().await?;
         let entry = self.inner.entry(id);
+        let wire = wire();
         match self.inner.route(id, move || wire.clone()).await {
-            Ok(Route::Here) => Ok((None, entry)),
-            Ok(Route::There(answer)) => Ok((Some(answer), entry)),
+            Ok(Route::Here) => Ok((None, Some(entry))),
+            Ok(Route::There(answer)) => Ok((Some(answer), Some(entry))),
             Err(error) => {
                 self.inner.release(&entry);
                 Err(error)
@@ -377,8 +389,10 @@ impl SessionManager {
     }
 
     /// Lets go of the entry [`SessionManager::route_first`] held; gives `result` back.
-    fn routed<T>(&self, entry: Arc<Entry>, result: Result<T>) -> Result<T> {
-        self.inner.release(&entry);
+    fn routed<T>(&self, entry: Option<Arc<Entry>>, result: Result<T>) -> Result<T> {
+        if let Some(entry) = entry {
+            self.inner.release(&entry);
+        }
         result
     }
 
@@ -388,8 +402,12 @@ impl SessionManager {
     /// [`SessionError::NotFound`], [`SessionError::Input`].
     pub async fn update(&self, id: &str, metadata: Value) -> Result<SessionSummary> {
         messages::check_depth(&metadata, "metadata")?;
-        let wire = serde_json::json!({"kind": "update", "metadata": metadata});
-        let (there, held) = self.route_first(id, wire).await?;
+        let (there, held) = self
+            .route_first(
+                id,
+                || serde_json::json!({"kind": "update", "metadata": metadata}),
+            )
+            .await?;
         let result = match there {
             Some(answer) => many::answer(answer),
             None => {
@@ -502,7 +520,7 @@ impl SessionManager {
     /// [`SessionError::NotFound`].
     pub async fn interrupt(&self, id: &str) -> Result<()> {
         let (there, held) = self
-            .route_first(id, serde_json::json!({"kind": "interrupt"}))
+            .route_first(id, || serde_json::json!({"kind": "interrupt"}))
             .await?;
         let result = match there {
             Some(_answer) => Ok(()),
@@ -522,7 +540,7 @@ impl SessionManager {
     /// [`SessionError::NotFound`], [`SessionError::Conflict`] in another status.
     pub async fn suspend(&self, id: &str) -> Result<SessionSummary> {
         let (there, held) = self
-            .route_first(id, serde_json::json!({"kind": "suspend"}))
+            .route_first(id, || serde_json::json!({"kind": "suspend"}))
             .await?;
         let result = match there {
             Some(answer) => many::answer(answer),
@@ -540,7 +558,7 @@ impl SessionManager {
     /// [`SessionError::NotFound`], [`SessionError::Conflict`] once closed or interrupted.
     pub async fn close(&self, id: &str) -> Result<SessionSummary> {
         let (there, held) = self
-            .route_first(id, serde_json::json!({"kind": "close"}))
+            .route_first(id, || serde_json::json!({"kind": "close"}))
             .await?;
         let result = match there {
             Some(answer) => many::answer(answer),
@@ -558,7 +576,7 @@ impl SessionManager {
     /// [`SessionError::NotFound`].
     pub async fn delete(&self, id: &str) -> Result<()> {
         let (there, held) = self
-            .route_first(id, serde_json::json!({"kind": "delete"}))
+            .route_first(id, || serde_json::json!({"kind": "delete"}))
             .await?;
         let result = match there {
             Some(_answer) => Ok(()),
