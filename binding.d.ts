@@ -224,6 +224,15 @@ export declare class NativeStore {
    * them, and checked here. A bad path or an old SQLite fails the first call that uses the store.
    */
   static sqlite(path: unknown, key: unknown, keyFrom?: string | undefined | null): NativeStore
+  /**
+   * A PostgreSQL store on `url` (a `postgres://` connection string), connected at its first
+   * use, its schema (`harness_sessions` unless `schema`) created or migrated then under a lock.
+   * `leaseTtlMs` (default 15,000), `instanceId` (default a random id of the process) and
+   * `listenUrl` (the `LISTEN` connection's server, default `url`) serve the many-instance
+   * work; resume states are encrypted with `key` as for [`NativeStore::sqlite`]. Everything is
+   * checked here; a bad value is refused at once, an unreachable server at the first use.
+   */
+  static postgres(url: unknown, schema: unknown, leaseTtlMs: unknown, instanceId: unknown, listenUrl: unknown, key: unknown, keyFrom?: string | undefined | null): NativeStore
   /** `save(record, resumeState?)`, both as JSON. */
   save(recordJson: string, resumeStateJson?: string | undefined | null): Promise<Settled<undefined>>
   /** `get(id)`: the record as JSON, or nothing. */

@@ -245,6 +245,41 @@ export declare function createSqliteSessionStore<METADATA = unknown>(options: {
   close(): Promise<void>;
 };
 
+/**
+ * Sessions kept in PostgreSQL (14 or later), in a schema of their own, created and migrated at
+ * the first use under a lock. Any number of processes may use one database. Nothing connects
+ * before the first use; a server that cannot be reached fails that call with a
+ * {@link SessionStoreUnavailableError}, a bad option throws a {@link SessionInputError} at once.
+ */
+export declare function createPostgresSessionStore<METADATA = unknown>(options: {
+  /**
+   * A `postgres://` (or `postgresql://`) connection string. TLS follows its `sslmode`, as libpq:
+   * `disable`, `prefer` (the default: TLS when the server offers it, certificate unchecked),
+   * `require`, `verify-ca`, `verify-full`; `sslrootcert` names the authorities' PEM file
+   * (default: Mozilla's roots).
+   */
+  url: string;
+  /** The schema the tables live in. Default: `harness_sessions`. */
+  schema?: string;
+  /** How long an instance's lease on a session lasts without renewal. Default: 15,000. */
+  leaseTtlMs?: number;
+  /** This instance's id in leases. Default: a random id of the process. */
+  instanceId?: string;
+  /**
+   * The server for the one connection that `LISTEN`s, when `url` goes through a
+   * transaction-mode pooler (PgBouncer). Default: `url`.
+   */
+  listenUrl?: string;
+  /**
+   * A key to encrypt resume states at rest with (XChaCha20-Poly1305, bound to the session id):
+   * 32 bytes, as bytes, 64 hex digits or base64. Default: `HARNESS_SESSIONS_ENCRYPTION_KEY`.
+   */
+  encryptionKey?: Uint8Array | string;
+}): SessionStore<METADATA> & {
+  /** Closes the store's connections; the next call opens them again. */
+  close(): Promise<void>;
+};
+
 // ─── Sandboxes ──────────────────────────────────────────────────────────────────────────────────
 
 /** A session's hold on a sandbox. */
@@ -675,6 +710,16 @@ export declare class SessionOutputError extends SessionError {
   readonly statusCode: 422;
   readonly errors: SessionOutputProblem[];
   static isInstance(error: unknown): error is SessionOutputError;
+}
+
+/**
+ * The store's database cannot be reached (a PostgreSQL server that refuses or does not answer,
+ * a refused login or TLS handshake) (503). The message names the server, never the password.
+ */
+export declare class SessionStoreUnavailableError extends SessionError {
+  constructor(message: string);
+  readonly code: 'SESSION_STORE_UNAVAILABLE';
+  static isInstance(error: unknown): error is SessionStoreUnavailableError;
 }
 
 /** What a structured answer went wrong with: see {@link SessionOutputError.code}. */

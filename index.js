@@ -13,9 +13,10 @@ const {
   SessionCapacityError,
   SessionInputError,
   SessionOutputError,
+  SessionStoreUnavailableError,
 } = require('./js/errors.js');
 const { createSessionManager } = require('./js/manager.js');
-const { createMemorySessionStore, createSqliteSessionStore } = require('./js/stores.js');
+const { createMemorySessionStore, createSqliteSessionStore, createPostgresSessionStore } = require('./js/stores.js');
 const { getHarnessErrorMessage } = require('./js/harness-errors.js');
 const { sharedSandbox, sandboxPerSession } = require('./js/strategies.js');
 const { dockerSandbox, localSandbox } = require('./js/sandbox.js');
@@ -29,6 +30,7 @@ module.exports = {
   createSessionManager,
   createMemorySessionStore,
   createSqliteSessionStore,
+  createPostgresSessionStore,
   getHarnessErrorMessage,
   sharedSandbox,
   sandboxPerSession,
@@ -40,6 +42,7 @@ module.exports = {
   SessionCapacityError,
   SessionInputError,
   SessionOutputError,
+  SessionStoreUnavailableError,
   SESSION_STATUSES,
   LIVE_STATUSES,
 };

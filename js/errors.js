@@ -140,6 +140,26 @@ class SessionOutputError extends SessionError {
   }
 }
 
+/**
+ * The store's database cannot be reached: the PostgreSQL server refuses or does not answer, the
+ * login or the TLS handshake is refused. The message names the server (`host:port/database as
+ * user`), never the password. An HTTP API answers 503.
+ */
+class SessionStoreUnavailableError extends SessionError {
+  /** @param {string} message */
+  constructor(message) {
+    super(message);
+    this.name = 'SessionStoreUnavailableError';
+    this.code = 'SESSION_STORE_UNAVAILABLE';
+    this.statusCode = 503;
+    mark(this, 'SessionStoreUnavailableError');
+  }
+
+  static isInstance(error) {
+    return hasMarker(error, 'SessionStoreUnavailableError');
+  }
+}
+
 /** Marks `error` as a `name`; with `reference`, with the marker of `ai-sdk-harness-sessions` too. */
 function mark(error, name, reference = false) {
   Object.defineProperty(error, markerOf(name), { value: true, enumerable: false });
@@ -229,6 +249,8 @@ function fromDetails(details) {
       failure.sessionId = details.sessionId;
       return failure;
     }
+    case 'SESSION_STORE_UNAVAILABLE':
+      return new SessionStoreUnavailableError(details.message);
     case 'SESSION_SHUT_DOWN': {
       const failure = new SessionError(details.message);
       failure.code = 'SESSION_SHUT_DOWN';
@@ -265,6 +287,7 @@ module.exports = {
   SessionCapacityError,
   SessionInputError,
   SessionOutputError,
+  SessionStoreUnavailableError,
   fromNative,
   fromDetails,
   translating,

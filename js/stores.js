@@ -125,4 +125,38 @@ function createSqliteSessionStore(options) {
   );
 }
 
-module.exports = { createMemorySessionStore, createSqliteSessionStore, NATIVE_STORE, wrap };
+/**
+ * Sessions kept in PostgreSQL (14 or later), in a schema of their own (`harness_sessions` by
+ * default), created and migrated at the first use under a lock. `url` is a `postgres://`
+ * connection string (TLS as its `sslmode` says); `leaseTtlMs`, `instanceId` and `listenUrl` are
+ * for running one set of sessions on many instances; resume states are encrypted as the SQLite
+ * store's are (`encryptionKey`, else `HARNESS_SESSIONS_ENCRYPTION_KEY`). Nothing connects before
+ * the first use: a server that cannot be reached fails that call with a
+ * `SessionStoreUnavailableError`.
+ */
+function createPostgresSessionStore(options) {
+  need(
+    options !== undefined,
+    'options',
+    'createPostgresSessionStore() takes { url, schema?, leaseTtlMs?, instanceId?, listenUrl?, encryptionKey? }',
+  );
+  const { url, schema, leaseTtlMs, instanceId, listenUrl, encryptionKey } = plain(options, 'options', [
+    'url',
+    'schema',
+    'leaseTtlMs',
+    'instanceId',
+    'listenUrl',
+    'encryptionKey',
+  ]);
+  // Every value as it was given: the engine checks them all.
+  const ttl = leaseTtlMs === undefined ? null : leaseTtlMs;
+  return wrap(
+    translating(() =>
+      encryptionKey !== undefined
+        ? native.NativeStore.postgres(url, schema, ttl, instanceId, listenUrl, encryptionKey, null)
+        : native.NativeStore.postgres(url, schema, ttl, instanceId, listenUrl, process.env[KEY_VARIABLE], KEY_VARIABLE),
+    ),
+  );
+}
+
+module.exports = { createMemorySessionStore, createSqliteSessionStore, createPostgresSessionStore, NATIVE_STORE, wrap };

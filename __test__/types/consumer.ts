@@ -6,6 +6,7 @@ import type { HarnessV1 } from '@ai-sdk/harness';
 import type { UIMessage, UIMessageChunk } from 'ai';
 import {
   createMemorySessionStore,
+  createPostgresSessionStore,
   createSessionManager,
   SessionCapacityError,
   SessionConflictError,
@@ -13,6 +14,7 @@ import {
   SessionInputError,
   SessionNotFoundError,
   SessionOutputError,
+  SessionStoreUnavailableError,
   type ImportedItem,
   type SessionEvent,
   type SessionManager,
@@ -179,3 +181,18 @@ export async function imported(): Promise<boolean> {
   await sessions.create({ id: 'j', metadata: { title: 'x' }, initialHistory: [{ type: 'system', text: 'x' }] });
   return created.importPending === true;
 }
+
+// The PostgreSQL store: every option, and its error class.
+const postgresStore: SessionStore<Metadata> & { close(): Promise<void> } = createPostgresSessionStore<Metadata>({
+  url: 'postgres://app@db.internal:5432/app?sslmode=verify-full',
+  schema: 'harness_sessions',
+  leaseTtlMs: 15_000,
+  instanceId: 'web-1',
+  listenUrl: 'postgres://app@db.internal:5432/app',
+  encryptionKey: new Uint8Array(32),
+});
+void postgresStore.close();
+const unavailable: SessionStoreUnavailableError = new SessionStoreUnavailableError('down');
+const unavailableCode: 'SESSION_STORE_UNAVAILABLE' = unavailable.code;
+void unavailableCode;
+if (SessionStoreUnavailableError.isInstance(unavailable as unknown)) void unavailable.statusCode;

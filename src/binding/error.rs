@@ -48,6 +48,7 @@ fn details(error: &SessionError) -> Map<String, Value> {
         SessionError::Host { origin: None, .. }
         | SessionError::ShutDown
         | SessionError::CutBeforeStart
+        | SessionError::StoreUnavailable { .. }
         | SessionError::Internal { .. } => {}
     }
     fields

@@ -19,6 +19,7 @@ use crate::engine::input::{self, GivenText};
 use crate::engine::session::SessionRecord;
 use crate::engine::store::lazy::{LazyStore, OpenStore};
 use crate::engine::store::memory::MemoryStore;
+use crate::engine::store::postgres::{config as pg_config, PostgresStore, PostgresStoreOptions};
 use crate::engine::store::sqlite::key::{self, GivenKey};
 use crate::engine::store::sqlite::{SqliteStore, SqliteStoreOptions};
 use crate::engine::store::SessionStore;
@@ -29,12 +30,21 @@ pub struct NativeStore {
     store: Arc<dyn SessionStore>,
     /// Whether every call of the store completes without waiting (a store in memory).
     immediate: bool,
+    /// The same store as a PostgreSQL store, when it is one: the many-instance work runs its
+    /// leases and turn log on its pool.
+    postgres: Option<Arc<PostgresStore>>,
 }
 
 impl NativeStore {
     /// The store, for the manager.
     pub(crate) fn store(&self) -> Arc<dyn SessionStore> {
         self.store.clone()
+    }
+
+    /// The PostgreSQL store, when this is one.
+    #[allow(dead_code)] // For the many-instance work (leases, the turn log).
+    pub(crate) fn postgres_store(&self) -> Option<Arc<PostgresStore>> {
+        self.postgres.clone()
     }
 
     async fn saving(
@@ -121,6 +131,7 @@ impl NativeStore {
         NativeStore {
             store: Arc::new(MemoryStore::new()),
             immediate: true,
+            postgres: None,
         }
     }
 
@@ -153,6 +164,68 @@ impl NativeStore {
             Ok(NativeStore {
                 store: Arc::new(LazyStore::new(open)),
                 immediate: false,
+                postgres: None,
+            })
+        })
+    }
+
+    /// A PostgreSQL store on `url` (a `postgres://` connection string), connected at its first
+    /// use, its schema (`harness_sessions` unless `schema`) created or migrated then under a lock.
+    /// `leaseTtlMs` (default 15,000), `instanceId` (default a random id of the process) and
+    /// `listenUrl` (the `LISTEN` connection's server, default `url`) serve the many-instance
+    /// work; resume states are encrypted with `key` as for [`NativeStore::sqlite`]. Everything is
+    /// checked here; a bad value is refused at once, an unreachable server at the first use.
+    #[napi(factory)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn postgres(
+        env: napi::Env,
+        #[napi(ts_arg_type = "unknown")] url: GivenText,
+        #[napi(ts_arg_type = "unknown")] schema: GivenText,
+        #[napi(ts_arg_type = "unknown")] lease_ttl_ms: Value,
+        #[napi(ts_arg_type = "unknown")] instance_id: GivenText,
+        #[napi(ts_arg_type = "unknown")] listen_url: GivenText,
+        #[napi(ts_arg_type = "unknown")] key: GivenKey,
+        key_from: Option<String>,
+    ) -> napi::Result<NativeStore> {
+        super::error::guard_sync(&env, || {
+            let url = match url {
+                GivenText::Text(url) => url,
+                GivenText::NotText | GivenText::LoneSurrogate => {
+                    return Err(SessionError::input(
+                        "url",
+                        "url must be a postgres:// connection string",
+                    ))
+                }
+            };
+            let mut options = PostgresStoreOptions::new(&url)?;
+            if let Some(schema) = input::optional_text(schema, "schema")? {
+                options.schema = pg_config::schema_name(&schema)?;
+            }
+            match lease_ttl_ms {
+                Value::Null => {}
+                Value::Number(millis) => {
+                    options.lease_ttl = pg_config::lease_ttl(millis.as_f64().unwrap_or(f64::NAN))?
+                }
+                _ => {
+                    return Err(SessionError::input(
+                        "leaseTtlMs",
+                        "leaseTtlMs must be a whole number of milliseconds from 100 to 86400000",
+                    ))
+                }
+            }
+            if let Some(id) = input::optional_text(instance_id, "instanceId")? {
+                options.instance_id = pg_config::instance_id(&id)?;
+            }
+            if let Some(listen) = input::optional_text(listen_url, "listenUrl")? {
+                options.listen_url =
+                    Some(pg_config::ConnectionTarget::parse(&listen, "listenUrl")?);
+            }
+            options.encryption_key = key::encryption_key(key, key_from.as_deref())?;
+            let store = Arc::new(PostgresStore::new(options)?);
+            Ok(NativeStore {
+                store: store.clone(),
+                immediate: false,
+                postgres: Some(store),
             })
         })
     }

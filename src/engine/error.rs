@@ -74,6 +74,14 @@ pub enum SessionError {
         /// The original JavaScript error, kept by the binding, when there is one.
         origin: Option<u64>,
     },
+    /// The store's database cannot be reached (the PostgreSQL store: a server that refuses or
+    /// does not answer, a failed login, a TLS handshake refused). The message names the server,
+    /// never the password.
+    #[error("{message}")]
+    StoreUnavailable {
+        /// What failed, naming the server.
+        message: String,
+    },
     /// A failure of the engine itself, a panic among them: a bug, reported rather than crashing.
     #[error("{message}")]
     Internal {
@@ -96,6 +104,7 @@ impl SessionError {
             SessionError::LeaseLost { .. } => "SESSION_LEASE_LOST",
             SessionError::CutBeforeStart => "SESSION_CUT_BEFORE_START",
             SessionError::Host { .. } => "SESSION_HOST",
+            SessionError::StoreUnavailable { .. } => "SESSION_STORE_UNAVAILABLE",
             SessionError::Internal { .. } => "SESSION_INTERNAL",
         }
     }

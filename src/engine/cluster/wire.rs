@@ -36,6 +36,7 @@ pub fn error_to_wire(error: &SessionError) -> Value {
         SessionError::CutBeforeStart
         | SessionError::ShutDown
         | SessionError::Host { .. }
+        | SessionError::StoreUnavailable { .. }
         | SessionError::Internal { .. } => {}
     }
     Value::Object(fields)
@@ -73,6 +74,7 @@ pub fn error_from_wire(value: &Value) -> SessionError {
         },
         (Some("SESSION_CUT_BEFORE_START"), _) => SessionError::CutBeforeStart,
         (Some("SESSION_SHUT_DOWN"), _) => SessionError::ShutDown,
+        (Some("SESSION_STORE_UNAVAILABLE"), _) => SessionError::StoreUnavailable { message },
         (Some("SESSION_HOST"), _) => SessionError::Host {
             message,
             origin: None,
@@ -104,6 +106,9 @@ mod tests {
             SessionError::CutBeforeStart,
             SessionError::ShutDown,
             SessionError::host("the agent failed"),
+            SessionError::StoreUnavailable {
+                message: "the server refused".into(),
+            },
             SessionError::internal("a bug"),
         ];
         for error in errors {

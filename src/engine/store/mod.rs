@@ -7,6 +7,7 @@
 pub mod lazy;
 pub mod listing;
 pub mod memory;
+pub mod postgres;
 pub mod sqlite;
 
 use async_trait::async_trait;

@@ -26,9 +26,9 @@
 
 pub mod key;
 mod lock;
-mod rows;
+pub(crate) mod rows;
 mod schema;
-mod seal;
+pub(crate) mod seal;
 mod summaries;
 #[cfg(test)]
 mod tests;
@@ -360,7 +360,7 @@ impl SessionStore for SqliteStore {
 }
 
 /// Serializes `record`, hashes its messages and seals its resume state.
-fn prepare_save(
+pub(crate) fn prepare_save(
     codec: &ResumeStateCodec,
     record: &SessionRecord,
     resume_state: Option<&Value>,

@@ -6,24 +6,24 @@ use rusqlite::{params, Connection};
 use super::seal::StoredResumeState;
 
 /// A message ready to store: its JSON text and the text's SHA-256.
-pub(super) struct PreparedMessage {
-    pub(super) digest: [u8; 32],
-    pub(super) body: String,
+pub(crate) struct PreparedMessage {
+    pub(crate) digest: [u8; 32],
+    pub(crate) body: String,
 }
 
 /// A record ready to store, serialized (and its resume state sealed) by the caller.
-pub(super) struct PreparedSave {
-    pub(super) id: String,
+pub(crate) struct PreparedSave {
+    pub(crate) id: String,
     /// The order key of `updatedAt`'s milliseconds.
-    pub(super) updated_at_key: i64,
+    pub(crate) updated_at_key: i64,
     /// The whole summary as JSON: what `list()` gives, and `get()` with the messages.
-    pub(super) summary: String,
+    pub(crate) summary: String,
     /// The results of keyed commands as JSON, when there are some.
-    pub(super) command_results: Option<String>,
+    pub(crate) command_results: Option<String>,
     /// The session's last submissions as JSON, `None` when it has none.
-    pub(super) submissions: Option<String>,
-    pub(super) messages: Vec<PreparedMessage>,
-    pub(super) resume_state: Option<StoredResumeState>,
+    pub(crate) submissions: Option<String>,
+    pub(crate) messages: Vec<PreparedMessage>,
+    pub(crate) resume_state: Option<StoredResumeState>,
 }
 
 /// Writes one save inside the caller's transaction: the summary, the messages that changed, the

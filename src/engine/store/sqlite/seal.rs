@@ -16,36 +16,36 @@ use serde_json::Value;
 use crate::engine::error::{Result, SessionError};
 
 /// `resume_states.format` of a row holding the state as JSON text.
-pub(super) const FORMAT_PLAIN: i64 = 0;
+pub(crate) const FORMAT_PLAIN: i64 = 0;
 /// `resume_states.format` of a row sealed with XChaCha20-Poly1305.
-pub(super) const FORMAT_SEALED: i64 = 1;
+pub(crate) const FORMAT_SEALED: i64 = 1;
 
 const NONCE_LEN: usize = 24;
 const ASSOCIATED_DATA_PREFIX: &[u8] = b"harness-sessions resume state v1\0";
 
 /// A resume state as its row holds it.
-pub(super) struct StoredResumeState {
+pub(crate) struct StoredResumeState {
     /// [`FORMAT_PLAIN`] or [`FORMAT_SEALED`].
-    pub(super) format: i64,
+    pub(crate) format: i64,
     /// The JSON text, or the sealed bytes.
-    pub(super) body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
 }
 
 /// Turns resume states into rows and back, sealing them when the store has a key.
-pub(super) struct ResumeStateCodec {
+pub(crate) struct ResumeStateCodec {
     cipher: Option<XChaCha20Poly1305>,
 }
 
 impl ResumeStateCodec {
     /// A codec that seals with `key`, or stores JSON text without one.
-    pub(super) fn new(key: Option<&[u8; 32]>) -> Self {
+    pub(crate) fn new(key: Option<&[u8; 32]>) -> Self {
         Self {
             cipher: key.map(|key| XChaCha20Poly1305::new(&Key::from(*key))),
         }
     }
 
     /// Whether states are sealed.
-    pub(super) fn seals(&self) -> bool {
+    pub(crate) fn seals(&self) -> bool {
         self.cipher.is_some()
     }
 
@@ -53,7 +53,7 @@ impl ResumeStateCodec {
     ///
     /// # Errors
     /// When no random nonce can be drawn, or sealing fails.
-    pub(super) fn encode(&self, session_id: &str, state: &Value) -> Result<StoredResumeState> {
+    pub(crate) fn encode(&self, session_id: &str, state: &Value) -> Result<StoredResumeState> {
         let text = serde_json::to_vec(state).map_err(|_| {
             SessionError::internal(format!(
                 "could not serialize the resume state of session {session_id}"
@@ -95,7 +95,7 @@ impl ResumeStateCodec {
     ///
     /// # Errors
     /// [`SessionError::Host`], failing closed, in every case the module documentation lists.
-    pub(super) fn decode(&self, session_id: &str, stored: StoredResumeState) -> Result<Value> {
+    pub(crate) fn decode(&self, session_id: &str, stored: StoredResumeState) -> Result<Value> {
         let fail = |why: &str| {
             SessionError::host(format!("the resume state of session {session_id} {why}"))
         };
