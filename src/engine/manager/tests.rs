@@ -590,3 +590,4 @@ async fn an_imported_conversation_is_kept_and_told_with_the_first_turn_only() {
 }
 
 mod many;
+mod many_pg;

@@ -54,7 +54,7 @@ fn instance(hub: &Arc<Hub>, id: &str) -> Instance {
 }
 
 /// Waits up to 20 s for `check`.
-async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+pub(super) async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while !check().await {
         assert!(tokio::time::Instant::now() < deadline, "never: {what}");
@@ -62,7 +62,7 @@ async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
     }
 }
 
-async fn status_on(manager: &SessionManager, id: &str) -> Option<SessionStatus> {
+pub(super) async fn status_on(manager: &SessionManager, id: &str) -> Option<SessionStatus> {
     manager.get(id).await.unwrap().map(|r| r.summary.status)
 }
 
@@ -75,7 +75,7 @@ async fn idle_session(owner: &Instance, id: &str) {
 }
 
 /// The types of the chunks of turn `key`, read from `manager`'s instance to the turn's end.
-async fn read_types(manager: &SessionManager, key: TurnKey) -> Vec<String> {
+pub(super) async fn read_types(manager: &SessionManager, key: TurnKey) -> Vec<String> {
     let chunks = manager.follow_turn(key, 0).map(|chunk| {
         let (_, text) = chunk.expect("a chunk");
         let value: Value = serde_json::from_str(&text).expect("JSON");
