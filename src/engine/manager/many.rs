@@ -181,7 +181,8 @@ impl Many {
         }
     }
 
-    fn end_turn_log(&self, turn_id: u64) {
+    /// Closes the log of turn `turn_id`, once what was sent to it is written.
+    pub(super) fn end_turn_log(&self, turn_id: u64) {
         if let Some(log) = lock(&self.logs).remove(&turn_id) {
             let _ = log.sender.send(LogOp::End);
         }

@@ -883,6 +883,12 @@ impl Inner {
             }
         }
         lock(&self.registry).turns.remove(&turn_id);
+        if !has_reader {
+            // No client to finish: the turn's log is closed here.
+            if let Some(many) = &self.many {
+                many.end_turn_log(turn_id);
+            }
+        }
         if has_reader {
             if let Some(verdict) = verdict.as_ref() {
                 self.seams.clients.answer(turn_id, &verdict.to_json());

@@ -369,3 +369,15 @@ async fn a_submission_sent_to_both_instances_starts_one_turn() {
     assert_eq!(one.log, two.log);
     assert_eq!(a.agent.prompts.lock().unwrap().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_the_agent_refused_closes_its_log_and_its_error_crosses() {
+    let hub = hub();
+    let (a, b) = (instance(&hub, "a"), instance(&hub, "b"));
+    idle_session(&a, "s").await;
+    let refused = b.manager.send("s", send(1, "refuse")).await.unwrap_err();
+    assert_eq!(refused.to_string(), "the agent refused the turn");
+    assert_eq!(refused.code(), "SESSION_HOST");
+    let key = b.manager.latest_turn("s").await.unwrap().expect("a log");
+    assert_eq!(read_types(&b.manager, key).await, Vec::<String>::new());
+}
