@@ -381,3 +381,75 @@ async fn a_turn_the_agent_refused_closes_its_log_and_its_error_crosses() {
     let key = b.manager.latest_turn("s").await.unwrap().expect("a log");
     assert_eq!(read_types(&b.manager, key).await, Vec::<String>::new());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_sent_to_another_instance_continue_the_owners_paused_turn() {
+    let hub = hub();
+    let (a, b) = (instance(&hub, "a"), instance(&hub, "b"));
+    idle_session(&a, "p").await;
+    let started = b.manager.send("p", send(1, "pause")).await.unwrap();
+    read_types(&b.manager, started.log.unwrap()).await;
+    eventually("awaiting input", async || {
+        status_on(&b.manager, "p").await == Some(SessionStatus::AwaitingInput)
+    })
+    .await;
+    let request = ContinueRequest {
+        turn_id: 2,
+        approvals: vec![json!({"approvalId": "a1", "approved": true})],
+        options: TurnOptions {
+            instruction_addendum: Some("be brief".into()),
+            ..TurnOptions::default()
+        },
+        ..ContinueRequest::default()
+    };
+    let started = b.manager.continue_turn("p", request).await.unwrap();
+    let types = read_types(&b.manager, started.log.unwrap()).await;
+    assert_eq!(
+        types.last().map(String::as_str),
+        Some("finish"),
+        "{types:?}"
+    );
+    eventually("idle", async || {
+        status_on(&b.manager, "p").await == Some(SessionStatus::Idle)
+    })
+    .await;
+    assert_eq!(*a.agent.prompts.lock().unwrap(), ["pause", "continued"]);
+    // A bad answer is refused by the owner, as the same error.
+    let wrong = ContinueRequest {
+        turn_id: 3,
+        approvals: vec![json!({"approvalId": "nope", "approved": true})],
+        ..ContinueRequest::default()
+    };
+    let refused = b.manager.continue_turn("p", wrong).await.unwrap_err();
+    assert_eq!(refused.code(), "SESSION_CONFLICT", "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suspend_close_and_delete_from_another_instance_act_on_the_owner() {
+    let hub = hub();
+    let (a, b) = (instance(&hub, "a"), instance(&hub, "b"));
+    idle_session(&a, "s").await;
+    let suspended = b.manager.suspend("s").await.unwrap();
+    assert_eq!(suspended.status, SessionStatus::Suspended);
+    assert!(a
+        .sandboxes
+        .log
+        .lock()
+        .unwrap()
+        .contains(&"suspend s".to_owned()));
+    // Suspended, it is nobody's: b's next command takes it.
+    eventually("the lease let go of", async || {
+        hub.lease_of("s")
+            .await
+            .is_some_and(|(owner, _)| owner.is_empty())
+    })
+    .await;
+    let closed = b.manager.close("s").await.unwrap();
+    assert_eq!(closed.status, SessionStatus::Closed);
+    b.manager.delete("s").await.unwrap();
+    assert_eq!(a.manager.get("s").await.unwrap(), None);
+    assert!(matches!(
+        a.manager.interrupt("s").await,
+        Err(SessionError::NotFound { .. })
+    ));
+}
