@@ -29,7 +29,8 @@ export declare class NativeFileWriter {
 
 /**
  * A session's hold on its sandbox, for JavaScript that uses a strategy directly. `suspend` and
- * `close` are idempotent: the first one given back wins, later ones do nothing.
+ * `close` may be called again, in any order: what each does then is the strategy's (a
+ * `sandboxPerSession()` lease stops or destroys its sandbox at every call, as the reference's).
  */
 export declare class NativeLease {
   /** The number of the sandbox it holds (see [`NativeSessionSandboxes::native_sandbox`]). */

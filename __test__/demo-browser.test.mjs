@@ -257,6 +257,10 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     await card.getByRole('button', { name: 'Deny' }).click();
     // The code span is set in monospace: `touch denied.txt` loses its backquotes.
     await assistant().getByText('Running touch denied.txt was denied (Denied in the chat.).').waitFor();
+    // Shown as a denial, not as a failure.
+    const denied = page.locator('.tool-card[data-denied="true"]').last();
+    await denied.locator('.tool-state').getByText('Denied', { exact: true }).waitFor();
+    await denied.getByText('You denied this: it did not run.').waitFor();
     await settled();
     assert.equal(await card.locator('.tool-state').textContent(), 'Denied');
     await expectStatus(page.locator('.chat-header'), 'idle');
@@ -299,7 +303,7 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     await page.getByRole('button', { name: 'Suspend now' }).click();
     await expectStatus(page.locator('.chat-header'), 'suspended');
     await expectStatus(item('hi from the second'), 'suspended');
-    await page.getByText('Your next message resumes it.', { exact: false }).waitFor();
+    await page.getByText('Your next message picks it up where it left off.', { exact: false }).waitFor();
     await screenshot('suspended');
     await send('what did I say?');
     await assistant().getByText('Before this, you said: "hi from the second conversation"').waitFor();
@@ -340,6 +344,9 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     await card.getByRole('button', { name: 'Approve' }).click();
     await assistant().getByText('exited with 0: kept across restarts', { exact: false }).waitFor();
     await settled();
+    // The card answered before the restart says it was replaced by the run after it: one "Done".
+    await page.locator('.tool-card[data-superseded="true"] .tool-state').getByText('Replaced', { exact: true }).waitFor();
+    assert.equal(await page.locator('.tool-card[data-tool="bash"] .tool-state', { hasText: 'Done' }).count(), 1);
     await expectStatus(item('run echo kept'), 'idle');
     await screenshot('approved-after-restart');
   });
@@ -351,12 +358,38 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     await page.waitForURL(`http://localhost:${port}/`);
     await item('hi from the second').waitFor({ state: 'detached' });
     assert.equal(await page.locator('.session-link').count(), 2);
-    const response = await fetch(`http://127.0.0.1:${port}/api/sessions`);
+    // The page's own requests carry its owner cookie: the browser context's request does too.
+    const response = await page.request.get(`http://localhost:${port}/api/sessions`);
     const left = (await response.json()).map((session) => session.metadata.title).sort();
     assert.equal(left.length, 2);
     assert.match(left[0], /^hello agent, please tell me/);
     assert.equal(left[1], 'run echo kept across restarts');
     await screenshot('deleted');
+  });
+
+  it("refuses another owner's requests for a conversation (403), and lists none of them", async () => {
+    const mine = (await (await page.request.get(`http://localhost:${port}/api/sessions`)).json()).map((session) => session.id);
+    assert.ok(mine.length > 0);
+    const id = mine[0];
+    // Another caller: no cookie, then a forged one.
+    for (const headers of [{}, { cookie: `next-chat-owner=${'0'.repeat(36)}.forged` }]) {
+      const get = (path, init = {}) => fetch(`http://127.0.0.1:${port}${path}`, { ...init, headers: { ...headers, ...init.headers } });
+      assert.deepEqual(await (await get('/api/sessions')).json(), []);
+      assert.equal((await get(`/api/sessions/${id}`)).status, 403);
+      assert.equal((await get(`/api/chat/${id}/stream`)).status, 403);
+      assert.equal((await get(`/api/sessions/${id}/interrupt`, { method: 'POST' })).status, 403);
+      assert.equal((await get(`/api/sessions/${id}/suspend`, { method: 'POST' })).status, 403);
+      assert.equal((await get(`/api/sessions/${id}`, { method: 'DELETE' })).status, 403);
+      const post = await get('/api/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ id, messages: [{ id: 'intruder', role: 'user', parts: [{ type: 'text', text: 'not mine' }] }] }),
+      });
+      assert.equal(post.status, 403);
+    }
+    // Still the owner's, untouched.
+    const session = await (await page.request.get(`http://localhost:${port}/api/sessions/${id}`)).json();
+    assert.ok(!JSON.stringify(session.messages).includes('not mine'));
   });
 
   it('marks a conversation interrupted when the server crashed during its turn', async () => {
@@ -404,13 +437,131 @@ describe('the Next.js example in a browser', { timeout: 10 * 60_000 }, () => {
     await send('/sleep 20000');
     await expectStatus(page.locator('.chat-header'), 'busy');
     await page.getByRole('button', { name: 'Stop' }).click();
-    await assistant().locator('.cut-mark').getByText('The turn was interrupted.', { exact: false }).waitFor({ timeout: 20_000 });
+    await assistant().locator('.cut-mark').getByText('You stopped the answer.', { exact: true }).waitFor({ timeout: 20_000 });
     await settled();
     await expectStatus(page.locator('.chat-header'), 'idle');
     await screenshot('cut-short');
     // Stored so: a reload shows the mark again.
     await page.reload();
     await assistant().locator('.cut-mark').waitFor();
+    assert.deepEqual(pageErrors, []);
+  });
+  it('is a chat people copy: Send safe under a double click, panels dismissed, no borrowed words, live regions, AA contrast light and dark, 360 px to desktop, deleted not writable', async () => {
+    await newConversation();
+    // A double click on Send: the second click lands beside Stop, never on it.
+    await composer().fill('/sleep 1500');
+    await page.getByRole('button', { name: 'Send' }).dblclick();
+    await settled();
+    assert.equal(await assistant().locator('.cut-mark').count(), 0, 'the answer was not stopped');
+    await assistant().getByText('I slept for 1500 ms.').waitFor();
+    // Screen readers hear the answer once it is complete.
+    await page.locator('[data-live="answer"]').getByText('The agent answered', { exact: false }).waitFor();
+    assert.equal(await page.locator('[data-live="needs-you"]').count(), 1);
+
+    // The test run: "no tests", said so, and dismissed.
+    await page.getByRole('button', { name: 'Run tests' }).click();
+    await page.locator('[data-test-run] strong').getByText('No tests to run: this folder has no package.json.', { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Dismiss the test run' }).click();
+    await page.locator('[data-test-run]').waitFor({ state: 'detached' });
+    // The summary: the application's question is not shown as the user's words.
+    const userBubbles = await page.locator('.message-user').count();
+    await page.getByRole('button', { name: 'Summarise as JSON' }).click();
+    await page.locator('[data-summary]').waitFor({ timeout: 20_000 });
+    assert.equal(await page.locator('.message-user').count(), userBubbles);
+    assert.equal(await page.locator('.message-user', { hasText: '/say' }).count(), 0);
+    await page.getByRole('button', { name: 'Dismiss the summary' }).click();
+    await page.locator('[data-summary]').waitFor({ state: 'detached' });
+
+    // No API names or harness wording anywhere on the page.
+    const text = await page.locator('body').innerText();
+    for (const word of ['continue()', 'harness session', 'Lifecycle state', 'network error']) assert.ok(!text.includes(word), word);
+
+    // WCAG AA: every text of the sidebar and the header against the background it sits on.
+    const contrasts = () =>
+      page.evaluate(() => {
+        const rgb = (value) => (value.match(/[\d.]+/g) ?? []).map(Number);
+        const lum = ([r, g, b]) => {
+          const f = (c) => ((c /= 255) <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4);
+          return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+        };
+        const background = (element) => {
+          for (let e = element; e; e = e.parentElement) {
+            const c = rgb(getComputedStyle(e).backgroundColor);
+            if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3);
+          }
+          return [255, 255, 255];
+        };
+        const low = [];
+        for (const element of document.querySelectorAll('.sidebar *, .chat-header *, .composer *, .message *')) {
+          const own = [...element.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim() !== '');
+          if (!own || element.closest('.sr-only')) continue;
+          const style = getComputedStyle(element);
+          if (style.visibility === 'hidden' || style.display === 'none' || element.closest('button:disabled')) continue;
+          const [a, b] = [lum(rgb(style.color).slice(0, 3)), lum(background(element))].sort((x, y) => y - x);
+          const ratio = (a + 0.05) / (b + 0.05);
+          if (ratio < 4.5) low.push(`${element.className || element.tagName}: ${ratio.toFixed(2)} "${element.textContent.trim().slice(0, 30)}"`);
+        }
+        return low;
+      });
+    assert.deepEqual(await contrasts(), []);
+    await screenshot('chat-light');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    // The buttons' colours ease in (120 ms): let them land before reading or shooting them.
+    await page.waitForTimeout(400);
+    const dark = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    assert.notEqual(dark, 'rgb(251, 251, 250)', 'dark mode follows the system');
+    assert.deepEqual(await contrasts(), []);
+    await screenshot('chat-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.waitForTimeout(400);
+
+    // Phone widths: nothing wider than the screen.
+    for (const width of [360, 390]) {
+      await page.setViewportSize({ width, height: 780 });
+      const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+      assert.ok(wide <= width, `${wide} px wide at ${width} px`);
+      // And nothing cut off: the header, its buttons, the messages and the composer fit the screen.
+      const outside = await page.evaluate((w) => {
+        const selectors = ['.chat-header', '.chat-actions .button', '.message-user .bubble', '.composer-box', '.session-link', '.send-group .button'];
+        return selectors.flatMap((selector) =>
+          [...document.querySelectorAll(selector)].filter((e) => e.getBoundingClientRect().right > w + 1).map((e) => `${selector}: ${Math.round(e.getBoundingClientRect().right)}`),
+        );
+      }, width);
+      assert.deepEqual(outside, []);
+      await page.getByRole('button', { name: 'Send' }).waitFor();
+      await page.waitForTimeout(200);
+      await screenshot(`phone-${width}`);
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+
+    // Deleted, then the browser's Back: shown, never writable.
+    const url = page.url();
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('button', { name: 'Delete for good?' }).click();
+    await page.waitForURL(`http://localhost:${port}/`);
+    await page.goBack();
+    await page.waitForURL(url);
+    await page.getByText('This conversation was deleted', { exact: false }).waitFor();
+    assert.equal(await composer().isDisabled(), true);
+    assert.deepEqual(pageErrors, []);
+  });
+  it('tells the user when a conversation is paused to make room (4 live at once)', async () => {
+    for (let n = 1; n <= 5; n++) {
+      await newConversation();
+      await send(`room ${n}`);
+      await assistant().getByText(`You said: room ${n}`).waitFor({ timeout: 20_000 });
+      await settled();
+    }
+    const notice = page.locator('[data-notice="paused"]').first();
+    await notice.getByText('was paused to make room for another conversation', { exact: false }).waitFor({ timeout: 20_000 });
+    await screenshot('paused-to-make-room');
+    // Each paused conversation has its notice: each is dismissed.
+    const notices = page.locator('[data-notice="paused"]');
+    for (let left = await notices.count(); left > 0; left--) {
+      await notices.first().getByRole('button', { name: 'Dismiss' }).click();
+      await page.waitForFunction((n) => document.querySelectorAll('[data-notice="paused"]').length < n, left);
+    }
+    assert.equal(await notices.count(), 0);
     assert.deepEqual(pageErrors, []);
   });
 });

@@ -92,6 +92,8 @@ describe('a fresh app', () => {
       assert.equal(result.createdBeforeUse, false, 'nothing is created before the first use of the manager');
       assert.match(result.text, /hello from the README/);
       assert.equal(result.status, 'idle');
+      assert.equal(result.owner, 'readme-user', 'the session keeps its owner in its metadata');
+      assert.deepEqual(result.otherOwner, { stream: 403, stop: 403, post: 403 }, 'another user is refused by every route');
       assert.equal(result.addon.includes(`node_modules/${PLATFORM}/`), true, `the addon came from ${result.addon}`);
       assert.equal(result.modes.data, 0o700, 'the SQLite file\'s missing folder is created 0700');
       assert.equal(result.modes.db, 0o600);
@@ -102,7 +104,10 @@ describe('a fresh app', () => {
   test('a consumer file type-checks with the fresh ai and @ai-sdk/harness, our declarations checked', () => {
     const copies = ['ai', '@ai-sdk/harness/node_modules/ai'].filter((path) => existsSync(join(app.dir, 'node_modules', path, 'package.json')));
     console.log(`# copies of ai in the fresh app: ${copies.length}`);
-    writeFileSync(join(app.dir, 'consumer.ts'), `import type { HarnessV1 } from '@ai-sdk/harness';\ndeclare const harness: HarnessV1;\n${readmeUsage()}\n${CONSUMER_EXTRA}`);
+    writeFileSync(
+      join(app.dir, 'consumer.ts'),
+      `import type { HarnessV1 } from '@ai-sdk/harness';\ndeclare const harness: HarnessV1;\ndeclare function currentUser(request: Request): Promise<string>;\n${readmeUsage()}\n${CONSUMER_EXTRA}`,
+    );
     writeFileSync(
       join(app.dir, 'tsconfig.json'),
       JSON.stringify({
@@ -158,9 +163,11 @@ function usageScript() {
   const usage = ts.transpileModule(readmeUsage(), {
     compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: false },
   }).outputText;
-  return `// The README's usage, as written; \`harness\` is the model-free scripted one.
+  return `// The README's usage, as written; \`harness\` is the model-free scripted one, \`currentUser\`
+// the app's authentication: here a header of the driver's requests.
 import { createScriptedHarness } from 'harness-sessions/testing';
 const harness = createScriptedHarness();
+const currentUser = async (request) => request.headers.get('x-test-user') ?? 'readme-user';
 ${usage}
 // ─── The driver: one turn through the route, read with ai's transport and reader ───
 import { existsSync, statSync } from 'node:fs';
@@ -181,8 +188,18 @@ for await (const message of readUIMessageStream({ stream })) last = message;
 const session = await sessions.get('readme');
 const require = createRequire(import.meta.url);
 const addon = Object.keys(require.cache).find((path) => path.endsWith('.node')) ?? require.resolve('${PLATFORM}');
+// Another user: every route refuses the session.
+const other = { 'x-test-user': 'someone-else' };
+const params = { params: Promise.resolve({ id: 'readme' }) };
+const otherOwner = {
+  stream: (await GET(new Request('http://app.test/api/chat/readme/stream', { headers: other }), params)).status,
+  stop: (await stop(new Request('http://app.test/api/sessions/readme/interrupt', { method: 'POST', headers: other }), params)).status,
+  post: (await POST(new Request('http://app.test/api/chat', { method: 'POST', headers: { ...other, 'content-type': 'application/json' }, body: JSON.stringify({ id: 'readme', messages: [{ id: 'm2', role: 'user', parts: [{ type: 'text', text: 'not mine' }] }] }) }))).status,
+};
 const result = {
   createdBeforeUse,
+  owner: session.metadata.owner,
+  otherOwner,
   text: last.parts.filter((part) => part.type === 'text').map((part) => part.text).join(''),
   status: session.status,
   addon,

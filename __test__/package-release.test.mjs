@@ -3,7 +3,8 @@
 // with the main one (scripts/version.mjs --check), and the README says which of them this
 // project's machines build and run.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { manifest, optionalDependencies, platformOf, platformPackages, versionProblems } from '../scripts/packaging.mjs';
@@ -70,6 +71,20 @@ describe('the release workflow and package.json agree', () => {
     assert.match(problems[0], /is at .*, not 9\.9\.9/);
     const extra = versionProblems({ ...pkg, napi: { ...pkg.napi, targets: targets.slice(1) } });
     assert.ok(extra.some((problem) => /is no target/.test(problem)), extra.join('\n'));
+  });
+
+  test('npm run pack, typed as the README gives it, writes the two tarballs (the prepack guard lets it through)', () => {
+    const destination = mkdtempSync(join(tmpdir(), 'harness-sessions-npm-run-pack-'));
+    try {
+      // npm runs the `prepack` script as the pre-hook of the `pack` script: the guard must let it by.
+      const { output } = runIn(ROOT, 'npm', ['run', 'pack', '--', destination]);
+      assert.match(output, /> harness-sessions@[^ ]+ prepack/, output);
+      assert.doesNotMatch(output, /would install without its native addon/, output);
+      const version = manifest().version;
+      assert.deepEqual(readdirSync(destination).sort(), [`harness-sessions-${version}.tgz`, `harness-sessions-linux-x64-gnu-${version}.tgz`]);
+    } finally {
+      rmSync(destination, { recursive: true, force: true });
+    }
   });
 
   test('a plain npm pack of the repository is refused: it would give a package without its addon', () => {

@@ -137,13 +137,17 @@ async function lastMessage(stream) {
   return message;
 }
 
+// The scripted harness waits a millisecond a word: a fifth of the words in the inner loop
+// (HARNESS_SESSIONS_QUICK=1, `npm run test:quick`).
+const HARNESS_WORDS = process.env.HARNESS_SESSIONS_QUICK === '1' ? WORDS / 5 : WORDS;
+
 describe('reconnect() with HarnessAgent', () => {
-  test('in the middle of a 10,000-word answer: the same bytes as the first reader', async () => {
+  test(`in the middle of a ${HARNESS_WORDS}-word answer: the same bytes as the first reader`, async () => {
     const { agent } = scriptedAgent({ wordDelayMs: 1 });
     const sessions = createSessionManager({ agent: () => agent, sandboxes: forkingSandboxes() });
     try {
       await sessions.create({ id: 'h', metadata: {} });
-      const words = Array.from({ length: WORDS }, (_, i) => `w${i}`).join(' ');
+      const words = Array.from({ length: HARNESS_WORDS }, (_, i) => `w${i}`).join(' ');
       const turn = await sessions.send('h', { message: words });
       const first = bodyReader(turn.toUIMessageStreamResponse());
       await until(() => first.text().includes('w200 '), 60_000);

@@ -23,9 +23,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
-import { createRandom, LONG, openSqliteReader, PROGRAMS, seedOf } from './support/hostile.mjs';
+import { createRandom, LONG, openSqliteReader, PROGRAMS, roundsOf, seedOf } from './support/hostile.mjs';
 
-const KILLS = Number(process.env.HARNESS_SESSIONS_KILLS) || (LONG ? 1000 : 100);
+const KILLS = Number(process.env.HARNESS_SESSIONS_KILLS) || roundsOf(100, 1000);
 const DANGLING = new Set(['input-streaming', 'input-available']);
 const textOf = (message) => (message?.parts ?? []).filter((p) => p.type === 'text').map((p) => p.text).join('');
 

@@ -28,7 +28,7 @@ import {
   SessionNotFoundError,
   SessionCapacityError,
 } from '../index.js';
-import { createRandom, LONG, seedOf, answerName } from './support/hostile.mjs';
+import { createRandom, LONG, roundsOf, seedOf, answerName } from './support/hostile.mjs';
 import { createDeferred, createFakeAgent, sleep, testManager, testSandboxes, until, untilStatus } from './support/sessions.mjs';
 
 const ERRORS = { SessionError, SessionInputError, SessionNotFoundError, SessionConflictError, SessionCapacityError };
@@ -43,8 +43,8 @@ async function drain(turn) {
   return turn.done;
 }
 
-test(`200 concurrent send() to 20 sessions, ${LONG ? 500 : 50} rounds: one turn per session, 180 conflicts, no database error`, { timeout: 600_000 }, async () => {
-  const rounds = LONG ? 500 : 50;
+test(`200 concurrent send() to 20 sessions, ${roundsOf(50, 500)} rounds: one turn per session, 180 conflicts, no database error`, { timeout: 600_000 }, async () => {
+  const rounds = roundsOf(50, 500);
   const seed = seedOf(1);
   const random = createRandom(seed);
   const dir = mkdtempSync(join(tmpdir(), 'hs-races-'));
@@ -359,8 +359,8 @@ async function schedule(seed) {
   return { illegal, violations, errors, log, calls, idleTimeoutMs };
 }
 
-test(`${LONG ? 10_000 : 1000} random schedules of suspend/send/continue/close/delete/interrupt and idle timeouts: only legal outcomes`, { timeout: LONG ? 3_600_000 : 600_000 }, async () => {
-  const count = LONG ? 10_000 : 1000;
+test(`${roundsOf(1000, 10_000)} random schedules of suspend/send/continue/close/delete/interrupt and idle timeouts: only legal outcomes`, { timeout: LONG ? 3_600_000 : 600_000 }, async () => {
+  const count = roundsOf(1000, 10_000);
   const base = seedOf(2);
   const started = Date.now();
   const tally = { calls: 0, turns: 0 };
@@ -393,8 +393,8 @@ test(`${LONG ? 10_000 : 1000} random schedules of suspend/send/continue/close/de
   console.log(`# races/schedules outcomes: ${JSON.stringify(Object.fromEntries(Object.entries(outcomes).sort()))}`);
 });
 
-test(`two to ten concurrent answers to one approval, ${LONG ? 10_000 : 1000} rounds: exactly one is accepted, the tool runs at most once`, { timeout: LONG ? 3_600_000 : 600_000 }, async () => {
-  const rounds = LONG ? 10_000 : 1000;
+test(`two to ten concurrent answers to one approval, ${roundsOf(1000, 10_000)} rounds: exactly one is accepted, the tool runs at most once`, { timeout: LONG ? 3_600_000 : 600_000 }, async () => {
+  const rounds = roundsOf(1000, 10_000);
   const seed = seedOf(3);
   const random = createRandom(seed);
   const agent = createFakeAgent();

@@ -23,9 +23,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ENTRY_POINTS, KNOWN_BUG_CATEGORIES, LONG, PROGRAMS, seedOf } from './support/hostile.mjs';
+import { ENTRY_POINTS, KNOWN_BUG_CATEGORIES, LONG, PROGRAMS, roundsOf, seedOf } from './support/hostile.mjs';
 
-const COUNT = LONG ? 100_000 : 10_000;
+const COUNT = roundsOf(10_000, 100_000);
 
 /** Runs the fuzz child on `entries`; gives its exit code, its lines and its stderr. */
 function fuzz(entries, seed) {

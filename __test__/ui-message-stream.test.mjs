@@ -18,7 +18,8 @@ const require = createRequire(import.meta.url);
 const binding = require('../binding.js');
 const { toUIMessageStreamResponse } = require('../js/sse.js');
 
-const CASES = Number(process.env.UI_FUZZ_CASES ?? 2000);
+// A tenth of them in the inner loop (HARNESS_SESSIONS_QUICK=1, `npm run test:quick`).
+const CASES = Number(process.env.UI_FUZZ_CASES ?? (process.env.HARNESS_SESSIONS_QUICK === '1' ? 200 : 2000));
 const FIRST_SEED = Number(process.env.UI_FUZZ_SEED ?? 20250101);
 
 const fixturesDir = new URL('./fixtures/ui-message-stream/', import.meta.url);

@@ -15,7 +15,7 @@ const { createHost } = require('./host.js');
 const { Turns } = require('./turns.js');
 const { toUIMessageStreamResponse } = require('./sse.js');
 const { messageChunks, streamOf } = require('./replay.js');
-const { NATIVE_STORE } = require('./stores.js');
+const { nativeStoreOf } = require('./stores.js');
 const { Summaries } = require('./summaries.js');
 const { nativeSandboxesOf } = require('./strategies.js');
 const { clientMessenger } = require('./harness-errors.js');
@@ -45,7 +45,7 @@ function checkOptions(given) {
   const { acquire, capacity } = plain(sandboxes, 'sandboxes', ['acquire', 'capacity']);
   need(typeof acquire === 'function', 'sandboxes.acquire', 'sandboxes.acquire must be a function');
   need(store === undefined || (store !== null && typeof store === 'object'), 'store', 'store must be a SessionStore');
-  if (store !== undefined && store[NATIVE_STORE] === undefined) {
+  if (store !== undefined && nativeStoreOf(store) === undefined) {
     const methods = plain(store, 'store', ['save', 'get', 'list', 'getResumeState', 'delete']);
     for (const [method, f] of Object.entries(methods)) {
       need(typeof f === 'function', `store.${method}`, `store.${method} must be a function`);
@@ -66,6 +66,7 @@ function createSessionManager(given) {
   const clientMessage = clientMessenger(options.errorMessage);
   const onError = options.onError ?? ((error, context) => console.error('[harness-sessions]', context, error));
   const store = options.store ?? require('./stores.js').createMemorySessionStore();
+  const nativeStore = nativeStoreOf(store);
   const listeners = new Set();
   const preparing = new Preparing();
   const execSignals = new Map();
@@ -83,7 +84,7 @@ function createSessionManager(given) {
   const host = createHost({
     agent: options.agent,
     sandboxes: options.sandboxes,
-    store: store[NATIVE_STORE] === undefined ? store : undefined,
+    store: nativeStore === undefined ? store : undefined,
     turns,
     emit: (event) => {
       preparing.follow(event);
@@ -112,12 +113,19 @@ function createSessionManager(given) {
       new native.NativeManager(
         host,
         options.settings,
-        store[NATIVE_STORE] ?? null,
+        nativeStore ?? null,
         nativeSandboxes?.native ?? null,
       ),
   );
 
   const parse = (text) => (text == null ? undefined : JSON.parse(text));
+  /**
+   * The end of the first `shutdown()`, settled either way, once one was asked for: a message it
+   * cuts is refused no earlier than it ends (as the reference's, whose shutdown settles both in
+   * one turn), so that its rejection is never one with no handler while the caller still awaits
+   * the shutdown.
+   */
+  let shutdownEnd;
   /** The summaries of the last list(), so that the next crosses only those written since. */
   const summaries = new Summaries();
   const call = (f) => translating(() => holding(f()));
@@ -146,6 +154,7 @@ function createSessionManager(given) {
     } catch (error) {
       const thrown = abortSignal?.aborted && isCutBeforeStart(error) ? abortSignal.reason : fromNative(error);
       turns.discard(turn, thrown);
+      if (shutdownEnd !== undefined) await shutdownEnd;
       throw thrown;
     } finally {
       if (abortSignal !== undefined) {
@@ -249,6 +258,8 @@ function createSessionManager(given) {
         return JSON.parse(await holding(manager.exec(id, json(request, 'options'))));
       } catch (error) {
         if (abortSignal?.aborted && isCutBeforeStart(error)) throw abortSignal.reason;
+        // As a message's: a command a shutdown cuts is refused no earlier than the shutdown's end.
+        if (shutdownEnd !== undefined) await shutdownEnd;
         throw fromNative(error);
       } finally {
         if (abortSignal !== undefined) {
@@ -307,7 +318,13 @@ function createSessionManager(given) {
       return () => listeners.delete(listener);
     },
     async shutdown() {
-      await call(() => manager.shutdown());
+      const ending = call(() => manager.shutdown());
+      // The first one's end: a second shutdown() resolves at once (the engine does nothing).
+      shutdownEnd ??= ending.then(
+        () => {},
+        () => {},
+      );
+      await ending;
     },
   };
   Object.defineProperty(api, DIAGNOSTICS, {

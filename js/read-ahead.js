@@ -4,7 +4,7 @@
  * ahead and the reads are awaited in order, so that a chunk the stream produces goes straight to
  * a waiting read instead of through the stream's queue and a new read. Measured on a stream of
  * `ai`'s `createUIMessageStream`, a loop over a `ReadAhead` costs less than one awaiting one read
- * at a time (see README, "Performance"). What is read, and in what order, is the same.
+ * at a time (see docs/performance.md). What is read, and in what order, is the same.
  */
 
 /** The reads kept outstanding. */

@@ -13,6 +13,25 @@ const { Summaries } = require('./summaries.js');
 /** The native store behind a store object. */
 const NATIVE_STORE = Symbol.for('harness-sessions.native-store');
 
+/** The store methods of each store object this module made, as it made them. */
+const MADE = new WeakMap();
+
+/** The store methods the manager calls. */
+const STORE_METHODS = ['save', 'get', 'list', 'getResumeState', 'delete'];
+
+/**
+ * The native store behind `store`, when the manager may use it directly: a store this module
+ * made, whose methods are still the ones it made (a store whose methods were replaced before
+ * `createSessionManager()`, to wrap or fail them, is called through them). Read once, by the
+ * manager being made: a method replaced afterwards is not seen (the README says so).
+ */
+function nativeStoreOf(store) {
+  const made = MADE.get(store);
+  // A store of another copy of the package: its methods are that copy's to know.
+  if (made === undefined) return store[NATIVE_STORE];
+  return STORE_METHODS.every((name) => store[name] === made[name]) ? store[NATIVE_STORE] : undefined;
+}
+
 /** The store methods, each with the native method of the store that answers at once. */
 const AT_ONCE = { save: 'saveNow', get: 'getNow', listSince: 'listSinceNow', getResumeState: 'getResumeStateNow', delete: 'deleteNow' };
 
@@ -60,7 +79,7 @@ const parse = (text) => (text == null ? undefined : JSON.parse(text));
 function wrap(nativeStore) {
   const methods = nativeMethods(nativeStore);
   const summaries = new Summaries();
-  return {
+  const store = {
     [NATIVE_STORE]: nativeStore,
     save: (record, resumeState) =>
       settle(() => {
@@ -93,6 +112,8 @@ function wrap(nativeStore) {
       }
     },
   };
+  MADE.set(store, Object.fromEntries(STORE_METHODS.map((name) => [name, store[name]])));
+  return store;
 }
 
 /** Sessions kept in memory, lost with the process: the default store. */
@@ -159,4 +180,11 @@ function createPostgresSessionStore(options) {
   );
 }
 
-module.exports = { createMemorySessionStore, createSqliteSessionStore, createPostgresSessionStore, NATIVE_STORE, wrap };
+module.exports = {
+  createMemorySessionStore,
+  createSqliteSessionStore,
+  createPostgresSessionStore,
+  NATIVE_STORE,
+  nativeStoreOf,
+  wrap,
+};

@@ -32,6 +32,12 @@ class Turns {
   #turns = new Map();
   /** The turn under way of each session, by session id, for `reconnect()`. */
   #live = new Map();
+  /**
+   * The turns under way by the id of the reply they write, from the moment the agent is asked for
+   * its stream: a `submissionId` sent again finds the live turn even before its first caller got
+   * it back (the engine answers the second caller as soon as the first released the session).
+   */
+  #byReply = new Map();
   #bufferChunks;
   #next = 1;
 
@@ -119,9 +125,10 @@ class Turns {
    * Cancelling it stops this reader only.
    */
   reconnect(sessionId, replyId) {
-    const turn = this.#live.get(sessionId);
+    const turn = replyId === undefined ? this.#live.get(sessionId) : this.#byReply.get(replyId);
     if (turn === undefined || turn.closed) return undefined;
     if (replyId !== undefined && turn.replyId !== replyId) return undefined;
+    if (turn.sessionId !== undefined && turn.sessionId !== sessionId) return undefined;
     let own;
     const stream = new ReadableStream({
       start: (controller) => {
@@ -154,6 +161,7 @@ class Turns {
   #end(turn, error) {
     this.#turns.delete(turn.turnId);
     if (turn.sessionId !== undefined && this.#live.get(turn.sessionId) === turn) this.#live.delete(turn.sessionId);
+    if (turn.replyId !== undefined && this.#byReply.get(turn.replyId) === turn) this.#byReply.delete(turn.replyId);
     turn.closed = true;
     for (const follower of turn.followers) {
       try {
@@ -186,9 +194,13 @@ class Turns {
    * Starts the agent's turn (`stream` or `continueStream`), then pumps its UI message stream.
    * Resolves once the agent's stream exists; rejects when the agent refused the turn.
    */
-  async start(entry, { turnId, input, messageId, continues, dropStart, holdApprovals }) {
+  async start(entry, { turnId, input, messageId, continues, dropStart }) {
     const turn = this.#turns.get(turnId);
     if (turn === undefined) throw new Error(`turn ${turnId} is unknown`);
+    if (!turn.closed) {
+      turn.replyId = messageId;
+      this.#byReply.set(messageId, turn);
+    }
     // The caller's signal with ours: a turn the caller aborted ends with the caller's reason.
     const abortSignal =
       turn.callerSignal === undefined ? turn.abort.signal : AbortSignal.any([turn.abort.signal, turn.callerSignal]);
@@ -198,7 +210,8 @@ class Turns {
         : await entry.agent.continueStream({
             session: entry.session,
             toolApprovalContinuations: input.toolApprovalContinuations,
-            toolResultContinuations: input.toolResultContinuations,
+            // Absent when `approve` decided every approval: the reference passes only these keys.
+            ...(input.toolResultContinuations === undefined ? {} : { toolResultContinuations: input.toolResultContinuations }),
             abortSignal,
           });
     let failure;
@@ -210,10 +223,10 @@ class Turns {
         return this.#clientMessage(error);
       },
     });
-    void this.#pump(turn, stream, result, { dropStart, holdApprovals }, () => failure);
+    void this.#pump(turn, stream, result, { dropStart }, () => failure);
   }
 
-  async #pump(turn, stream, result, { dropStart, holdApprovals }, failureOf) {
+  async #pump(turn, stream, result, { dropStart }, failureOf) {
     const native = this.#native();
     const { turnId } = turn;
     let batch = [];
@@ -240,12 +253,13 @@ class Turns {
         if (done) break;
         const type = value.type;
         // `finish` and `abort` are sent by the engine at the end (after the metadata of a cut
-        // reply); approval requests, when `approve` answers them first, with their answers.
+        // reply); approval requests once the stream that carried them ends (then the answers
+        // `approve` gave them), as the reference sends them.
         const held =
           type === 'finish' ||
           type === 'abort' ||
-          (dropStart && type === 'start') ||
-          (holdApprovals && type === 'tool-approval-request');
+          type === 'tool-approval-request' ||
+          (dropStart && type === 'start');
         if (!held && !turn.closed) this.#emit(turn, value);
         if (MERGED[type] === true && typeof value.delta === 'string' && plainDelta(value)) {
           if (merged !== undefined && merged.type === type && merged.id === value.id) merged.delta += value.delta;
@@ -271,6 +285,8 @@ class Turns {
     }
     const failure = failureOf() ?? thrown;
     const end = { usage: await usageOf(result) };
+    // Cut by the caller's own signal: the engine closes the reply's open parts, as for any cut.
+    if (turn.callerSignal?.aborted === true) end.callerAborted = true;
     if (failure !== undefined) {
       end.error = { message: messageOf(failure), origin: keeper.keep(failure) };
       if (thrown !== undefined && failureOf() === undefined && !turn.closed) {

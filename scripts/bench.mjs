@@ -7,12 +7,14 @@
 //    rebuild of the working tree by someone else mid-run cannot swap the addon under them;
 // 3. runs each figure (bench/<figure>.mjs) in a Node process of its own, with --expose-gc;
 // 4. prints the table, and writes bench/results/latest.json (with the machine), latest.md (the
-//    table for the README) and ratios.svg (the main ratios).
+//    table for docs/performance.md) and ratios.svg (the main ratios).
 //
 // Options: --quick (few repetitions: a smoke run), --only <figure>[,<figure>...] (the results of
 // the other figures are kept from the last latest.json), --soak (adds the soak, 2 minutes; with
 // --soak-seconds <n> for another length), --no-build. Figures: stream, first-chunk, reconnect, list,
-// store-writes, many-sessions, suspended-memory, startup, docker, claude-code, soak.
+// store-writes, many-sessions, suspended-memory, startup, docker, claude-code, soak; and `engine`:
+// the engine's measurement tests (`#[ignore]`d, so that `cargo test` does not run them: the SQLite
+// store's saves and lists), run last in the release profile, their output printed (not tabled).
 import { randomUUID } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -23,6 +25,9 @@ import { buildAddon, ensureDependencies, root, TARGET } from './lib.mjs';
 import { machineInfo, textTable, writeResults } from '../bench/report.mjs';
 
 const FIGURES = ['stream', 'first-chunk', 'reconnect', 'list', 'store-writes', 'many-sessions', 'suspended-memory', 'startup', 'docker', 'claude-code', 'soak'];
+
+/** The engine's measurement tests: not a figure of the table, their output is printed. */
+const ENGINE = 'engine';
 
 function parseArgs(argv) {
   const options = { quick: false, only: undefined, soak: false, build: true, soakSeconds: undefined };
@@ -37,7 +42,7 @@ function parseArgs(argv) {
     else throw new Error(`unknown option ${arg}; options: --quick, --only <figure,...>, --soak, --soak-seconds <n>, --no-build`);
   }
   for (const name of options.only ?? []) {
-    if (!FIGURES.includes(name)) throw new Error(`no figure ${name}; figures: ${FIGURES.join(', ')}`);
+    if (!FIGURES.includes(name) && name !== ENGINE) throw new Error(`no figure ${name}; figures: ${FIGURES.join(', ')}`);
   }
   return options;
 }
@@ -95,6 +100,7 @@ if (options.build) buildAddon({ release: true });
 const snapshot = snapshotPackage();
 console.log(`\nbenchmarking the release addon ${snapshot.library} (built ${snapshot.libraryBuiltAt}), copied to ${snapshot.dir}`);
 
+const measureEngine = options.only === undefined || options.only.includes(ENGINE);
 const selected = FIGURES.filter((name) => (options.only ? options.only.includes(name) : name !== 'soak' || options.soak));
 const figures = [];
 for (const name of selected) {
@@ -125,3 +131,16 @@ const results = {
 console.log(`\n${textTable(results)}\n`);
 const files = writeResults(resultsDir, results);
 console.log(`written: ${Object.values(files).join(', ')} (${results.seconds.toFixed(0)} s)`);
+
+if (measureEngine) {
+  console.log(`\n── ${ENGINE} (the engine's measurement tests, release profile) ${'─'.repeat(10)}`);
+  const engine = spawnSync(
+    'cargo',
+    ['test', '--release', '--target', TARGET, '--no-default-features', '--lib', 'measure_', '--', '--ignored', '--nocapture', '--test-threads=1'],
+    { cwd: root, stdio: 'inherit' },
+  );
+  if (engine.status !== 0) {
+    console.error(`the engine's measurement tests failed (${engine.status ?? engine.signal})`);
+    process.exitCode = 1;
+  }
+}

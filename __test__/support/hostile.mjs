@@ -18,6 +18,14 @@ export const PROGRAMS = join(ROOT, '__test__', 'fixtures', 'programs');
 /** The longer run: `HARNESS_SESSIONS_LONG=1`. */
 export const LONG = process.env.HARNESS_SESSIONS_LONG === '1';
 
+/** The inner loop's shorter run: `HARNESS_SESSIONS_QUICK=1` (`npm run test:quick` sets it). */
+export const QUICK = !LONG && process.env.HARNESS_SESSIONS_QUICK === '1';
+
+/** How many rounds: `normal`, `long` with HARNESS_SESSIONS_LONG=1, a tenth of `normal` when quick. */
+export function roundsOf(normal, long) {
+  return LONG ? long : QUICK ? Math.max(1, Math.round(normal / 10)) : normal;
+}
+
 // ─── A seeded PRNG ──────────────────────────────────────────────────────────────────────────────
 
 /** A seed from `HARNESS_SESSIONS_SEED`, else a fresh one: print it with any failure. */

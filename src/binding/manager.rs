@@ -205,6 +205,8 @@ struct ExecOptions {
 struct EndArgs {
     usage: Option<Value>,
     error: Option<Value>,
+    #[serde(default)]
+    caller_aborted: bool,
 }
 
 /// The session manager, as `index.js` drives it.
@@ -553,6 +555,7 @@ impl NativeManager {
         feed.report(TurnReport::End(TurnEnd {
             usage: args.usage,
             failure,
+            caller_aborted: args.caller_aborted,
         }))
     }
 

@@ -59,7 +59,6 @@ pub(crate) enum HostOp<'a> {
         input: TurnInputWire<'a>,
         message_id: &'a str,
         drop_start: bool,
-        hold_approvals: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
         continues: Option<&'a Value>,
     },
@@ -216,7 +215,9 @@ pub(crate) enum TurnInputWire<'a> {
     #[serde(rename_all = "camelCase")]
     Continue {
         tool_approval_continuations: &'a [Value],
-        tool_result_continuations: &'a [Value],
+        /// Absent for the continuation `approve` starts (as the reference's).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_result_continuations: Option<&'a [Value]>,
     },
 }
 

@@ -125,7 +125,7 @@ impl HarnessSession for JsHarnessSession {
                 tool_results,
             } => TurnInputWire::Continue {
                 tool_approval_continuations: approvals,
-                tool_result_continuations: tool_results,
+                tool_result_continuations: tool_results.as_deref(),
             },
         };
         let op = HostOp::SessionTurn {
@@ -134,7 +134,6 @@ impl HarnessSession for JsHarnessSession {
             input,
             message_id: &turn.message_id,
             drop_start: turn.drop_start,
-            hold_approvals: turn.hold_approvals,
             continues: turn.continues.as_ref(),
         };
         *lock(&self.refused_unfinished) = None;
@@ -420,12 +419,12 @@ impl Lease for JsLease {
         self.sandbox.clone()
     }
 
-    async fn suspend(self: Box<Self>) -> Result<()> {
+    async fn suspend(&self) -> Result<()> {
         let op = HostOp::LeaseSuspend { lease: self.handle };
         self.host.call(op).await
     }
 
-    async fn close(self: Box<Self>) -> Result<()> {
+    async fn close(&self) -> Result<()> {
         let op = HostOp::LeaseClose { lease: self.handle };
         self.host.call(op).await
     }

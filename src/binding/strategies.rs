@@ -413,10 +413,11 @@ impl NativeSessionSandboxes {
 }
 
 /// A session's hold on its sandbox, for JavaScript that uses a strategy directly. `suspend` and
-/// `close` are idempotent: the first one given back wins, later ones do nothing.
+/// `close` may be called again, in any order: what each does then is the strategy's (a
+/// `sandboxPerSession()` lease stops or destroys its sandbox at every call, as the reference's).
 #[napi]
 pub struct NativeLease {
-    lease: tokio::sync::Mutex<Option<Box<dyn Lease>>>,
+    lease: Box<dyn Lease>,
     sandbox: SandboxRef,
 }
 
@@ -424,7 +425,7 @@ impl NativeLease {
     fn new(lease: Box<dyn Lease>) -> Self {
         NativeLease {
             sandbox: lease.sandbox(),
-            lease: tokio::sync::Mutex::new(Some(lease)),
+            lease,
         }
     }
 }
@@ -442,26 +443,12 @@ impl NativeLease {
     /// The session is suspended: gives back what it need not keep.
     #[napi]
     pub async fn suspend(&self) -> Settled<()> {
-        guard(async {
-            let lease = self.lease.lock().await.take();
-            match lease {
-                Some(lease) => lease.suspend().await,
-                None => Ok(()),
-            }
-        })
-        .await
+        guard(self.lease.suspend()).await
     }
 
     /// The session ends: gives back everything.
     #[napi]
     pub async fn close(&self) -> Settled<()> {
-        guard(async {
-            let lease = self.lease.lock().await.take();
-            match lease {
-                Some(lease) => lease.close().await,
-                None => Ok(()),
-            }
-        })
-        .await
+        guard(self.lease.close()).await
     }
 }

@@ -133,9 +133,6 @@ pub struct TurnStart {
     /// Whether the `start` chunk must be kept from the client: the turn continues, in the same
     /// client stream, one whose `start` the client already has.
     pub drop_start: bool,
-    /// Whether `tool-approval-request` chunks must be kept from the client: the `approve` policy
-    /// answers them first, and the engine sends them with their answers.
-    pub hold_approvals: bool,
 }
 
 /// What the agent is told in a turn.
@@ -147,8 +144,9 @@ pub enum TurnInput {
     Continue {
         /// `ToolApprovalResponse`s, as JSON.
         approvals: Vec<Value>,
-        /// `ToolResultPart`s, as JSON.
-        tool_results: Vec<Value>,
+        /// `ToolResultPart`s, as JSON; `None` for the continuation `approve` starts, which the
+        /// reference calls with `toolApprovalContinuations` only.
+        tool_results: Option<Vec<Value>>,
     },
 }
 
@@ -205,6 +203,9 @@ pub struct TurnEnd {
     pub usage: Option<Value>,
     /// The error the turn failed with, when it failed.
     pub failure: Option<TurnFailure>,
+    /// Whether the caller's own `abortSignal` cut the stream (however it ended: an `abort` chunk
+    /// or an error): its open parts are closed, as any cut's.
+    pub caller_aborted: bool,
 }
 
 /// A turn that failed: what the session keeps, and what the client was told.

@@ -55,7 +55,9 @@ pub trait SessionSandboxes: Send + Sync {
     async fn shutdown(&self) -> Result<()>;
 }
 
-/// A session's hold on its sandbox.
+/// A session's hold on its sandbox. `suspend` and `close` may each be called again, in any order
+/// (as the reference's leases are: a JavaScript caller may call both); what each does the second
+/// time is the strategy's to say.
 #[async_trait]
 pub trait Lease: Send + Sync {
     /// The sandbox to hand the agent.
@@ -65,11 +67,11 @@ pub trait Lease: Send + Sync {
     ///
     /// # Errors
     /// When the sandbox could not be suspended.
-    async fn suspend(self: Box<Self>) -> Result<()>;
+    async fn suspend(&self) -> Result<()>;
 
     /// The session ends: give back everything.
     ///
     /// # Errors
     /// When the sandbox could not be closed.
-    async fn close(self: Box<Self>) -> Result<()>;
+    async fn close(&self) -> Result<()>;
 }

@@ -1,8 +1,10 @@
 import type { Metadata as PageMetadata } from 'next';
+import { cookies } from 'next/headers';
 import type { ReactNode } from 'react';
 
 import { SessionsProvider } from '@/components/sessions-provider';
 import { Sidebar } from '@/components/sidebar';
+import { OWNER_COOKIE, owns, verifyOwner } from '@/lib/owner';
 import { getSessions, serverInfo } from '@/lib/sessions';
 
 import './globals.css';
@@ -15,7 +17,9 @@ export const metadata: PageMetadata = {
 };
 
 export default async function RootLayout({ children }: { children: ReactNode }) {
-  const sessions = await getSessions().list();
+  // The caller's conversations only (lib/owner.ts).
+  const owner = verifyOwner((await cookies()).get(OWNER_COOKIE)?.value);
+  const sessions = (await getSessions().list()).filter((session) => owns(owner, session.metadata));
   return (
     <html lang="en">
       <body>

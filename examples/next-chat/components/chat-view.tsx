@@ -38,15 +38,43 @@ function chatFor(id: string, messages: UIMessage[]): Chat<UIMessage> {
   return chat;
 }
 
+/** The conversations deleted in this tab: the browser's Back may show one again, never writable. */
+const deleted = new Set<string>();
+
 const active = (status: string) => status === 'submitted' || status === 'streaming';
 
-/** What the server says went wrong: the `error` of its JSON answer, or the message. */
+/**
+ * What the user is told: plain words for the messages the package and the server write for
+ * developers (API names, harness wording), the rest as it is.
+ */
+export function plain(text: string): string {
+  const rules: [RegExp, string][] = [
+    [/continue\(\)|waits for (the )?input|awaiting input/i, 'This conversation is waiting for your answer to the approval above. Answer it first, then write.'],
+    [/produced by harness '([^']+)' but this agent uses '([^']+)'/i, 'This conversation was started with another agent, so this one cannot carry it on. You can still read it.'],
+    [/application stopped|the server (is )?stopp|shut ?down/i, 'The server restarted while the agent was answering.'],
+    [/interrupted/i, 'You stopped the answer.'],
+    [/^network error$|failed to fetch|networkerror/i, 'The connection to the server was lost. Check your connection, then try again.'],
+    [/capacity|no free (slot|port)|too many/i, 'Too many conversations are active right now. Try again in a moment.'],
+    [/belongs to someone else/i, 'This conversation belongs to someone else.'],
+    [/was deleted/i, 'This conversation was deleted.'],
+  ];
+  for (const [pattern, words] of rules) if (pattern.test(text)) return words;
+  const sentence = text.replace(/\.+$/, '.').replace(/harness session/gi, 'agent');
+  return sentence.charAt(0).toUpperCase() + sentence.slice(1);
+}
+
+/** What the server says went wrong, in plain words: the `error` of its JSON answer, or the message. */
 function errorText(error: Error): string {
   try {
     const body = JSON.parse(error.message) as { error?: string };
-    if (typeof body.error === 'string') return body.error;
+    if (typeof body.error === 'string') return plain(body.error);
   } catch {}
-  return error.message;
+  return plain(error.message);
+}
+
+/** A message the application sent on the user's behalf (the summary's question): not shown as theirs. */
+function hidden(message: UIMessage): boolean {
+  return message.role === 'user' && (message.metadata as { hidden?: unknown } | undefined)?.hidden !== undefined;
 }
 
 const SCRIPTED_TIPS = ['help', 'write hello.txt: hi', 'read hello.txt', 'run ls -la', 'what did I say?', '/sleep 4000'];
@@ -69,7 +97,7 @@ export function ChatView({
   const [fresh] = useState(() => busy && !chats.has(id));
   const chat = chatFor(id, initialMessages);
   const { messages, status, error, sendMessage, addToolApprovalResponse, clearError } = useChat({ chat, resume: fresh });
-  const { byId, apply, forget } = useSessions();
+  const { byId, apply, forget, expectSuspend } = useSessions();
   const session: Summary | undefined = byId.get(id);
   const router = useRouter();
   const [input, setInput] = useState('');
@@ -78,6 +106,9 @@ export function ChatView({
   const [actionError, setActionError] = useState<string | undefined>();
   const [testRun, setTestRun] = useState<{ exitCode: number; output: string } | undefined>();
   const [summary, setSummary] = useState<{ title: string; points: string[] } | undefined>();
+  // What a screen reader reads of the answer once it is complete (not each word as it streams).
+  const [announced, setAnnounced] = useState('');
+  const wasStreaming = useRef(false);
   const endRef = useRef<HTMLDivElement>(null);
   const inputRef = useRef<HTMLTextAreaElement>(null);
 
@@ -108,9 +139,24 @@ export function ChatView({
   }, [id]);
 
   const streaming = active(status);
+  useEffect(() => {
+    if (streaming) wasStreaming.current = true;
+    else if (wasStreaming.current) {
+      wasStreaming.current = false;
+      const last = messages.at(-1);
+      if (last?.role === 'assistant') {
+        const text = last.parts.map((part) => (part.type === 'text' ? part.text : '')).join(' ').trim();
+        setAnnounced(text === '' ? 'The agent answered.' : `The agent answered: ${text.slice(0, 500)}`);
+      }
+    }
+  }, [streaming, messages]);
   const sessionStatus = session?.status;
-  const blocked =
-    sessionStatus === 'awaiting-input'
+  const otherAgent = session?.metadata.agent !== undefined && session.metadata.agent !== info.agent;
+  const blocked = deleted.has(id)
+    ? 'This conversation was deleted: it can no longer be written to.'
+    : otherAgent
+      ? `This conversation was started with ${session?.metadata.agent === 'claude-code' ? 'Claude Code' : 'the scripted agent'}, and this server runs ${info.agent === 'claude-code' ? 'Claude Code' : 'the scripted agent'}: you can read it, not continue it.`
+      : sessionStatus === 'awaiting-input'
       ? 'Answer the approval above to go on.'
       : sessionStatus === 'interrupted'
         ? 'The server stopped while this conversation was live: it can be read, not continued.'
@@ -139,12 +185,12 @@ export function ChatView({
       const response = await run();
       if (!response.ok) {
         const body = await response.json().catch(() => ({}));
-        setActionError(body.error ?? `The server answered ${response.status}.`);
+        setActionError(plain(body.error ?? `Something went wrong on the server (${response.status}).`));
         return;
       }
       await after?.(response);
     } catch (caught) {
-      setActionError(String(caught));
+      setActionError(plain(caught instanceof Error ? caught.message : String(caught)));
     } finally {
       setBusyAction(undefined);
     }
@@ -153,7 +199,10 @@ export function ChatView({
   const suspend = () =>
     act(
       'suspend',
-      () => fetch(`/api/sessions/${id}/suspend`, { method: 'POST' }),
+      () => {
+        expectSuspend(id);
+        return fetch(`/api/sessions/${id}/suspend`, { method: 'POST' });
+      },
       async (response) => apply(await response.json()),
     );
 
@@ -190,6 +239,7 @@ export function ChatView({
       () => fetch(`/api/sessions/${id}`, { method: 'DELETE' }),
       () => {
         chats.delete(id);
+        deleted.add(id);
         forget(id);
         router.push('/');
       },
@@ -214,8 +264,9 @@ export function ChatView({
         <div className="chat-heading">
           <h1 className="chat-title">{title}</h1>
           {sessionStatus !== undefined && <StatusBadge status={sessionStatus} />}
+          {otherAgent && <span className="badge badge-muted" data-other-agent>Other agent</span>}
         </div>
-        {session !== undefined && (
+        {session !== undefined && !deleted.has(id) && (
           <div className="chat-actions">
             <button type="button" className="button button-ghost" onClick={suspend} disabled={!canSuspend || busyAction !== undefined}>
               Suspend now
@@ -265,9 +316,17 @@ export function ChatView({
               </div>
             </div>
           ) : (
-            messages.map((message) => (
-              <MessageView key={message.id} message={message} onAnswer={answer} disabled={streaming} />
-            ))
+            messages
+              .filter((message) => !hidden(message))
+              .map((message, index, shown) => (
+                <MessageView
+                  key={message.id}
+                  message={message}
+                  onAnswer={answer}
+                  disabled={streaming}
+                  settled={!(streaming && index === shown.length - 1)}
+                />
+              ))
           )}
           {status === 'submitted' && (
             <div className="typing" aria-label="The agent is working">
@@ -277,24 +336,39 @@ export function ChatView({
             </div>
           )}
           {session?.status === 'suspended' && (
-            <p className="notice">Suspended: its harness session is stopped and its state kept. Your next message resumes it.</p>
+            <p className="notice">Paused to save resources. Your next message picks it up where it left off.</p>
           )}
           <div ref={endRef} />
         </div>
       </div>
 
       {summary !== undefined && (
-        <div className="notice" role="status" data-summary>
+        <div className="notice panel" role="status" data-summary>
+          <button type="button" className="button button-ghost panel-close" onClick={() => setSummary(undefined)} aria-label="Dismiss the summary">
+            Dismiss
+          </button>
           <strong>{summary.title}</strong>
           <pre>{JSON.stringify(summary, null, 2)}</pre>
         </div>
       )}
       {testRun !== undefined && (
-        <div className="notice" role="status" data-test-run={testRun.exitCode}>
-          <strong>Tests {testRun.exitCode === 0 ? 'passed' : `failed (exit ${testRun.exitCode})`}</strong>
+        <div className="notice panel" role="status" data-test-run={testRun.exitCode}>
+          <button type="button" className="button button-ghost panel-close" onClick={() => setTestRun(undefined)} aria-label="Dismiss the test run">
+            Dismiss
+          </button>
+          <strong>
+            {testRun.output.startsWith('No package.json here')
+              ? 'No tests to run: this folder has no package.json.'
+              : testRun.exitCode === 0
+                ? 'Tests passed'
+                : `Tests failed (exit ${testRun.exitCode})`}
+          </strong>
           <pre>{testRun.output}</pre>
         </div>
       )}
+      <div className="sr-only" role="status" aria-live="polite" data-live="answer">
+        {announced}
+      </div>
       {(error || actionError) && (
         <div className="error-banner" role="alert">
           <span>{error ? errorText(error) : actionError}</span>
@@ -322,16 +396,19 @@ export function ChatView({
             placeholder={messages.length === 0 ? 'Write a message… (try “help”)' : 'Write a message…'}
             rows={1}
             aria-label="Message"
+            disabled={deleted.has(id)}
           />
-          {streaming ? (
-            <button type="button" className="button button-ghost" onClick={() => void interrupt()} disabled={busyAction === 'interrupt'}>
-              Stop
-            </button>
-          ) : (
-            <button type="submit" className="button button-primary" disabled={input.trim() === '' || blocked !== undefined}>
+          {/* Stop sits beside Send, never in its place: a double click on Send cannot stop the answer. */}
+          <div className="send-group">
+            {streaming && (
+              <button type="button" className="button button-ghost" onClick={() => void interrupt()} disabled={busyAction === 'interrupt'}>
+                Stop
+              </button>
+            )}
+            <button type="submit" className="button button-primary" disabled={streaming || input.trim() === '' || blocked !== undefined}>
               Send
             </button>
-          )}
+          </div>
         </div>
       </form>
     </section>
@@ -342,10 +419,13 @@ function MessageView({
   message,
   onAnswer,
   disabled,
+  settled,
 }: {
   message: UIMessage;
   onAnswer: (approvalId: string, approved: boolean) => void;
   disabled: boolean;
+  /** Whether the message is over (not the one streaming). */
+  settled: boolean;
 }) {
   if (message.role === 'user') {
     const text = message.parts.map((part) => (part.type === 'text' ? part.text : '')).join('');
@@ -360,9 +440,9 @@ function MessageView({
       {message.parts.map((part, index) => {
         if (part.type === 'text') {
           return (
-            <p key={index} className="assistant-text">
-              <RichText text={part.text} />
-            </p>
+            <div key={index} className="assistant-text">
+              <RichText text={part.text} streaming={!settled} />
+            </div>
           );
         }
         if (part.type === 'reasoning') {
@@ -374,13 +454,16 @@ function MessageView({
         }
         if (part.type === 'dynamic-tool' || part.type.startsWith('tool-')) {
           const tool = part as AnyToolPart;
-          return <ToolCard key={tool.toolCallId} part={tool} onAnswer={onAnswer} disabled={disabled} />;
+          // Approved, yet the message ended without it running: answered while the conversation was
+          // paused (a restart), the agent was told the answer in words and carried on from there.
+          const superseded = settled && tool.state === 'approval-responded' && tool.approval?.approved === true;
+          return <ToolCard key={tool.toolCallId} part={tool} onAnswer={onAnswer} disabled={disabled} superseded={superseded} />;
         }
         return null;
       })}
       {cutReason(message) !== undefined && (
         <p className="cut-mark" data-cut="true" title={cutReason(message)}>
-          Cut short: {cutReason(message)}
+          {plain(cutReason(message)!)}
         </p>
       )}
     </div>
@@ -392,3 +475,4 @@ function cutReason(message: UIMessage): string | undefined {
   const metadata = message.metadata as { cut?: unknown } | undefined;
   return typeof metadata?.cut === 'string' ? metadata.cut : undefined;
 }
+

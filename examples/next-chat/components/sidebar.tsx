@@ -60,6 +60,11 @@ export function Sidebar({ info }: { info: ServerInfo }) {
                     aria-current={pathname === href ? 'page' : undefined}
                   >
                     <span className="session-title">{session.metadata.title}</span>
+                    {session.metadata.agent !== undefined && session.metadata.agent !== info.agent && (
+                      <span className="other-agent" data-other-agent>
+                        Started with {AGENTS[session.metadata.agent]}
+                      </span>
+                    )}
                     <span className="session-meta">
                       <StatusBadge status={session.status} />
                       <RelativeTime ms={Date.parse(session.updatedAt)} />

@@ -74,8 +74,15 @@ function OutputView({ output }: { output: unknown }) {
   );
 }
 
+/** Whether the user denied the call: whatever the harness made of it (an error, a denied output). */
+function denied(part: AnyToolPart): boolean {
+  return part.state === 'output-denied' || part.approval?.approved === false;
+}
+
 /** The state of a call, in words. */
-function stateLabel(part: AnyToolPart): { label: string; tone: string } {
+function stateLabel(part: AnyToolPart, superseded: boolean): { label: string; tone: string } {
+  if (denied(part)) return { label: 'Denied', tone: 'danger' };
+  if (superseded) return { label: 'Replaced', tone: 'muted' };
   switch (part.state) {
     case 'input-streaming':
     case 'input-available':
@@ -103,22 +110,35 @@ export function ToolCard({
   part,
   onAnswer,
   disabled,
+  superseded = false,
 }: {
   part: AnyToolPart;
   onAnswer: (approvalId: string, approved: boolean) => void;
   disabled: boolean;
+  /**
+   * An approved call whose turn ended without it running: answered after a restart, the agent was
+   * told the answer in words and ran it again, in a card of its own below.
+   */
+  superseded?: boolean;
 }) {
   const name = toolName(part);
   const input = part.input as Input;
   const line = summary(name, input);
-  const { label, tone } = stateLabel(part);
+  const { label, tone } = stateLabel(part, superseded);
+  const wasDenied = denied(part);
   const waiting = part.state === 'approval-requested';
   const content = typeof input?.content === 'string' ? input.content : undefined;
   const otherInput =
     input !== undefined && line === undefined && content === undefined && Object.keys(input ?? {}).length > 0;
 
   return (
-    <div className={`tool-card${waiting ? ' tool-card-waiting' : ''}`} data-tool={name} data-state={part.state}>
+    <div
+      className={`tool-card${waiting ? ' tool-card-waiting' : ''}${superseded ? ' tool-card-superseded' : ''}`}
+      data-tool={name}
+      data-state={part.state}
+      data-denied={wasDenied ? 'true' : undefined}
+      data-superseded={superseded ? 'true' : undefined}
+    >
       <div className="tool-head">
         <span className="tool-title">{TITLES[name] ?? name}</span>
         <span className={`tool-state tone-${tone}`}>{label}</span>
@@ -136,11 +156,10 @@ export function ToolCard({
           <pre className="tool-pre">{pretty(input)}</pre>
         </div>
       )}
-      {part.state === 'output-available' && <OutputView output={part.output} />}
-      {part.state === 'output-error' && <pre className="tool-pre tool-stderr">{part.errorText}</pre>}
-      {part.approval?.reason && part.state !== 'approval-requested' && (
-        <p className="tool-note">{part.approval.reason}</p>
-      )}
+      {part.state === 'output-available' && !wasDenied && <OutputView output={part.output} />}
+      {part.state === 'output-error' && !wasDenied && <pre className="tool-pre tool-stderr">{part.errorText}</pre>}
+      {wasDenied && <p className="tool-note">You denied this: it did not run.</p>}
+      {superseded && <p className="tool-note">Approved while the conversation was paused: the agent carried on from your answer, below.</p>}
       {waiting && part.approval !== undefined && (
         <div className="tool-actions">
           <span className="tool-question">Allow this?</span>

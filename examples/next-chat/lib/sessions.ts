@@ -119,3 +119,23 @@ export function titleOf(text: string): string {
   if (words === '') return 'New conversation';
   return words.length > 48 ? `${words.slice(0, 47)}…` : words;
 }
+
+const DELETED = Symbol.for('next-chat.deleted');
+type DeletedHolder = { [DELETED]?: Set<string> };
+
+/** Ids of conversations deleted since the server started: a late message cannot bring one back. */
+function deletedIds(): Set<string> {
+  const holder = globalThis as DeletedHolder;
+  holder[DELETED] ??= new Set();
+  return holder[DELETED];
+}
+
+/** Notes that `id` was deleted. */
+export function markDeleted(id: string): void {
+  deletedIds().add(id);
+}
+
+/** Whether `id` was deleted since the server started. */
+export function isDeleted(id: string): boolean {
+  return deletedIds().has(id);
+}

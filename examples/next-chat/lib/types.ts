@@ -3,6 +3,10 @@ import type { SessionEvent, SessionStatus, SessionSummary } from 'harness-sessio
 /** What the example keeps with each session. */
 export interface Metadata {
   title: string;
+  /** The browser that created it (lib/owner.ts): only it reaches the session. */
+  owner?: string;
+  /** The agent it was started with: another agent cannot carry it on. */
+  agent?: ServerInfo['agent'];
 }
 
 export type Summary = SessionSummary<Metadata>;

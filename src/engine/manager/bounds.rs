@@ -111,14 +111,16 @@ impl Inner {
         }
     }
 
-    /// Arms `turnTimeoutMs` for the turn in `slot`: cut short at the timeout, let go of one
-    /// wind-down later. The timer stops with the guard.
+    /// Arms the turn's timeout for the turn in `slot` (its `limits.timeoutMs`, which replaces
+    /// `turnTimeoutMs` longer or shorter, else `turnTimeoutMs`): cut short at the timeout, let go
+    /// of one wind-down later. The timer stops with the guard.
     pub(super) fn arm_turn_timeout(
         self: &Arc<Self>,
         entry: &Arc<Entry>,
         slot: &Arc<TurnSlot>,
+        turn_timeout: Option<Duration>,
     ) -> TimerGuard {
-        let Some(timeout) = self.options.turn_timeout else {
+        let Some(timeout) = turn_timeout.or(self.options.turn_timeout) else {
             return TimerGuard(None);
         };
         let manager = Arc::downgrade(self);

@@ -111,10 +111,10 @@ impl Lease for NoLease {
     fn sandbox(&self) -> SandboxRef {
         SandboxRef::NONE
     }
-    async fn suspend(self: Box<Self>) -> Result<()> {
+    async fn suspend(&self) -> Result<()> {
         Ok(())
     }
-    async fn close(self: Box<Self>) -> Result<()> {
+    async fn close(&self) -> Result<()> {
         Ok(())
     }
 }

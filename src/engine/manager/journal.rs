@@ -27,8 +27,9 @@ use crate::engine::store::{sort_newest_first, SessionStore};
 
 /// The first wait before a failed write is tried again; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
-/// The longest wait between two tries of the pending writes.
-const MAX_BACKOFF: Duration = Duration::from_secs(1);
+/// The longest wait between two tries of the pending writes: a store that keeps failing is
+/// called a few times a minute at most, a dozen times during the shutdown's wait.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 /// A write the store refused, kept until it takes it.
 #[derive(Clone)]
@@ -57,6 +58,8 @@ struct State {
     order: HashMap<String, Arc<tokio::sync::Mutex<()>>>,
     next_version: u64,
     retrying: bool,
+    /// The shutdown's `flush` tries the pending writes itself: the retrier leaves them to it.
+    flushing: bool,
     /// The manager shut down: nothing is retried any more (the store may be closed).
     closed: bool,
 }
@@ -229,6 +232,8 @@ impl Journal {
     pub(crate) async fn flush(&self, bound: Duration) -> usize {
         let deadline = tokio::time::Instant::now() + bound;
         let mut backoff = FIRST_BACKOFF;
+        // One caller of the store at a time: the background retrier stops at its next wake-up.
+        lock(&self.state).flushing = true;
         loop {
             self.write_pending().await;
             if lock(&self.state).pending.is_empty() {
@@ -261,9 +266,12 @@ impl Journal {
         let mut backoff = FIRST_BACKOFF;
         loop {
             tokio::time::sleep(backoff).await;
-            if lock(&self.state).closed {
-                lock(&self.state).retrying = false;
-                return;
+            {
+                let mut state = lock(&self.state);
+                if state.closed || state.flushing {
+                    state.retrying = false;
+                    return;
+                }
             }
             self.write_pending().await;
             let mut state = lock(&self.state);

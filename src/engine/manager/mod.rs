@@ -589,12 +589,16 @@ impl SessionManager {
     }
 
     /// Suspends every live session, cutting turns short, then shuts the sandboxes down; the
-    /// manager refuses everything afterwards.
+    /// manager refuses everything afterwards but `shutdown()` itself, which, called again (during
+    /// the first or after it), succeeds at once and does nothing, as the reference's.
     ///
     /// # Errors
     /// When the sandboxes failed to shut down (every session is handled first).
     pub async fn shutdown(&self) -> Result<()> {
-        self.inner.ready().await?;
+        match self.inner.ready().await {
+            Err(SessionError::ShutDown) => return Ok(()),
+            ready => ready?,
+        }
         if self.inner.shut_down.swap(true, Ordering::SeqCst) {
             return Ok(());
         }

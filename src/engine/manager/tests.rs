@@ -126,6 +126,7 @@ impl HarnessSession for ScriptedSession {
             feed.report(TurnReport::End(TurnEnd {
                 usage: Some(json!({"outputTokens": 2})),
                 failure: None,
+                caller_aborted: false,
             }));
         });
         Ok(Box::new(Abort(abort)))
@@ -193,7 +194,7 @@ impl Lease for CountingLease {
     fn sandbox(&self) -> SandboxRef {
         SandboxRef::NONE
     }
-    async fn suspend(self: Box<Self>) -> Result<()> {
+    async fn suspend(&self) -> Result<()> {
         self.sandboxes
             .log
             .lock()
@@ -201,7 +202,7 @@ impl Lease for CountingLease {
             .push(format!("suspend {}", self.id));
         Ok(())
     }
-    async fn close(self: Box<Self>) -> Result<()> {
+    async fn close(&self) -> Result<()> {
         self.sandboxes
             .log
             .lock()
@@ -505,6 +506,12 @@ async fn shutdown_suspends_and_then_refuses() {
         w.sandboxes.log.lock().unwrap().last().map(String::as_str),
         Some("shutdown")
     );
+    let calls = w.sandboxes.log.lock().unwrap().len();
+    w.manager
+        .shutdown()
+        .await
+        .expect("a second shutdown does nothing");
+    assert_eq!(w.sandboxes.log.lock().unwrap().len(), calls);
 }
 
 #[tokio::test]

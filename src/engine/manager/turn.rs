@@ -276,7 +276,7 @@ impl Inner {
                     } else {
                         TurnInput::Continue {
                             approvals: collected.approvals.clone(),
-                            tool_results: collected.tool_results.clone(),
+                            tool_results: Some(collected.tool_results.clone()),
                         }
                     };
                     let message_id = paused
@@ -352,7 +352,7 @@ impl Inner {
             .insert(plan.turn_id, Arc::downgrade(&slot));
         let message_id = plan.message_id.clone();
         // Cuts the turn at its timeout, and lets go of it if it does not wind down.
-        let timer = self.arm_turn_timeout(entry, &slot);
+        let timer = self.arm_turn_timeout(entry, &slot, plan.options.timeout);
         let first = {
             let stream = self.start_stream(entry, &slot, &plan, plan.input.clone(), false);
             tokio::pin!(stream);
@@ -431,7 +431,6 @@ impl Inner {
             message_id: plan.message_id.clone(),
             continues: plan.continues.clone(),
             drop_start,
-            hold_approvals: self.seams.hooks.approves(),
         };
         let control = harness.start_turn(start, feed).await?;
         slot.install(control);
@@ -466,6 +465,7 @@ impl Inner {
                 Some(usage) => messages::add_usage(read.usage.take(), &usage),
                 None => read.usage.take(),
             };
+            read.caller_aborted |= end.caller_aborted;
             if let Some(failure) = end.failure {
                 read.failure = Some(SessionError::Host {
                     message: failure.message,
@@ -500,7 +500,7 @@ impl Inner {
             sent = approvals.clone();
             let input = TurnInput::Continue {
                 approvals,
-                tool_results: Vec::new(),
+                tool_results: None,
             };
             read.finish = None;
             match self.start_stream(entry, slot, &plan, input, true).await {
@@ -574,6 +574,7 @@ impl Inner {
                                 message: "The turn's stream ended without a word of its end.".into(),
                                 origin: None,
                             }),
+                            caller_aborted: false,
                         }
                     }
                 },
@@ -588,19 +589,15 @@ impl Inner {
     }
 
     /// Adds reported chunks to the reply; a `finish` is held back for the end, and so are the
-    /// approval requests while the `approve` policy answers them.
+    /// approval requests until the stream that carried them ends (with or without `approve`, as
+    /// the reference: the client sees them then, followed by the answers `approve` gave).
     fn take_chunks(&self, entry: &Entry, chunks: Vec<UiChunk>, read: &mut Reading) {
-        let holding = self.seams.hooks.approves();
         if let Some(many) = &self.many {
-            // What the client got of them (the `finish` comes at the end, held approvals with
-            // their answers) goes to the turn's log.
+            // What the client got of them (the `finish` comes at the end, approval requests
+            // once their stream ends) goes to the turn's log.
             let shown: Vec<&UiChunk> = chunks
                 .iter()
-                .filter(|chunk| match chunk.type_name() {
-                    "finish" => false,
-                    "tool-approval-request" => !holding,
-                    _ => true,
-                })
+                .filter(|chunk| !matches!(chunk.type_name(), "finish" | "tool-approval-request"))
                 .collect();
             many.log_session_chunks(&entry.id, &shown);
         }
@@ -617,7 +614,7 @@ impl Inner {
             match chunk.type_name() {
                 "finish" => read.finish = Some(chunk),
                 "abort" => read.abort = Some(chunk),
-                "tool-approval-request" if holding => read.requests.push(chunk),
+                "tool-approval-request" => read.requests.push(chunk),
                 _ => {}
             }
         }
@@ -756,8 +753,10 @@ impl Inner {
         let mut verdict = None;
         let gone = slot.client_gone.load(std::sync::atomic::Ordering::SeqCst);
         // Why the reply ends cut short, if it does: it is marked so, and its readers told.
+        // A stream cut by the caller's own signal is a cut too, whether it ended with an `abort`
+        // chunk or with the error of the signal's reason.
         let cut_for = cut.clone().or_else(|| {
-            read.abort.as_ref().map(|_| {
+            (read.abort.is_some() || read.caller_aborted).then(|| {
                 read.failure
                     .as_ref()
                     .map_or(messages::TURN_ABORTED.to_owned(), ToString::to_string)
@@ -941,8 +940,10 @@ struct PolicyRounds {
 struct Reading {
     /// The `finish` chunk held back for the end.
     finish: Option<UiChunk>,
-    /// The approval requests of the last stream, held back while the policy answers them.
+    /// The approval requests of the last stream, held back until it ends.
     requests: Vec<UiChunk>,
+    /// Whether the caller's `abortSignal` cut a stream of the turn.
+    caller_aborted: bool,
     /// The tokens used, summed over the agent's streams.
     usage: Option<Value>,
     /// The error the turn failed with.

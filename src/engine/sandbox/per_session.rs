@@ -11,12 +11,14 @@
 //! - At most `maxSessions` leases are held at once (none when unbounded): an acquire takes its
 //!   place before it creates anything, and gives it back if the creation fails.
 //! - A lease gives its place back once, whichever of `suspend`, `close` or a drop comes first; a
-//!   dropped lease stops its sandbox (never destroys it: its session may resume).
+//!   dropped lease stops its sandbox (never destroys it: its session may resume) unless it was
+//!   given back. Its sandbox is called at every `suspend` (stop) and `close` (destroy), in any
+//!   order, as the reference's lease does.
 //! - `discard` of a suspended session resumes its sandbox only to destroy it; a session with no
 //!   sandbox left is fine.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -163,7 +165,8 @@ impl SessionSandboxes for SandboxPerSession {
                     inner: inner.clone(),
                     lease,
                     sandbox_ref: sandbox.sandbox_ref(),
-                    sandbox: Some(sandbox),
+                    sandbox,
+                    given_back: AtomicBool::new(false),
                 }))
             }
             Err(error) => {
@@ -192,15 +195,19 @@ struct OwnLease {
     inner: Arc<PerSession>,
     lease: u64,
     sandbox_ref: SandboxRef,
-    /// The sandbox, until the lease is given back.
-    sandbox: Option<Arc<dyn HeldSandbox>>,
+    /// The sandbox: stopped by every `suspend`, destroyed by every `close`, in any order, as the
+    /// reference's lease calls its sandbox at every call.
+    sandbox: Arc<dyn HeldSandbox>,
+    /// Whether its place was given back (by the first `suspend` or `close`).
+    given_back: AtomicBool,
 }
 
 impl OwnLease {
-    /// The sandbox, its place given back.
-    fn take(&mut self) -> Option<Arc<dyn HeldSandbox>> {
-        self.inner.forget(self.lease);
-        self.sandbox.take()
+    /// Gives its place back, the first time only.
+    fn give_back(&self) {
+        if !self.given_back.swap(true, Ordering::SeqCst) {
+            self.inner.forget(self.lease);
+        }
     }
 }
 
@@ -210,27 +217,25 @@ impl Lease for OwnLease {
         self.sandbox_ref.clone()
     }
 
-    async fn suspend(mut self: Box<Self>) -> Result<()> {
-        match self.take() {
-            Some(sandbox) => sandbox.stop().await,
-            None => Ok(()),
-        }
+    async fn suspend(&self) -> Result<()> {
+        self.give_back();
+        self.sandbox.stop().await
     }
 
-    async fn close(mut self: Box<Self>) -> Result<()> {
-        match self.take() {
-            Some(sandbox) => sandbox.destroy().await,
-            None => Ok(()),
-        }
+    async fn close(&self) -> Result<()> {
+        self.give_back();
+        self.sandbox.destroy().await
     }
 }
 
 impl Drop for OwnLease {
     fn drop(&mut self) {
-        let Some(sandbox) = self.take() else {
+        if self.given_back.swap(true, Ordering::SeqCst) {
             return;
-        };
+        }
+        self.inner.forget(self.lease);
         // Dropped without being given back: stopped, so that its session can still resume.
+        let sandbox = self.sandbox.clone();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 let _ = sandbox.stop().await;
@@ -353,7 +358,8 @@ mod tests {
         assert!(!f.exists("a").await, "destroyed with its session");
         b.close().await.expect("closed");
         assert_eq!(f.strategy.held(), 0);
-        assert!(f.registry.is_empty());
+        drop((a, again, b));
+        assert!(f.registry.is_empty(), "handed out while a lease holds it");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -372,10 +378,31 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lease_calls_its_sandbox_at_every_call_in_any_order() {
+        let f = fixture(Some(1));
+        let lease = f.strategy.acquire("twice", false).await.expect("a lease");
+        lease.suspend().await.expect("suspended");
+        assert_eq!(f.strategy.held(), 0, "its place given back");
+        lease.close().await.expect("closed after a suspend");
+        assert!(!f.exists("twice").await, "destroyed all the same");
+        lease.close().await.expect("closed again");
+        let other = f
+            .strategy
+            .acquire("other", false)
+            .await
+            .expect("one place, free again");
+        other.close().await.expect("closed");
+        // Stopping a destroyed sandbox is the sandbox's to refuse or not: the lease calls it.
+        let _ = other.suspend().await;
+        assert_eq!(f.strategy.held(), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn discard_destroys_what_a_suspended_session_kept() {
         let f = fixture(Some(1));
         let lease = f.strategy.acquire("gone", false).await.expect("a lease");
         lease.suspend().await.expect("suspended");
+        drop(lease);
         f.strategy.discard("gone").await.expect("discarded");
         assert!(!f.exists("gone").await);
         f.strategy

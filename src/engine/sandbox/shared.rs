@@ -408,7 +408,7 @@ impl SessionSandboxes for SharedSandbox {
                 shared: shared.clone(),
                 lease,
                 sandbox: view.sandbox_ref(),
-                view: Some(view),
+                view: tokio::sync::Mutex::new(Some(view)),
             })),
             Err(error) => {
                 // Whatever the release says, the acquire's own failure is the one to report.
@@ -443,14 +443,18 @@ struct SharedLease {
     shared: Arc<Shared>,
     lease: u64,
     sandbox: SandboxRef,
-    /// The view, until it is given back.
-    view: Option<Arc<dyn HeldSandbox>>,
+    /// The view, until it is given back (once: a later `suspend` or `close` waits for that give
+    /// back and does nothing more, as the reference's lease, which releases once).
+    view: tokio::sync::Mutex<Option<Arc<dyn HeldSandbox>>>,
 }
 
 impl SharedLease {
-    async fn give_back(mut self: Box<Self>) -> Result<()> {
-        let view = self.view.take();
-        self.shared.give_back(self.lease, view).await
+    async fn give_back(&self) -> Result<()> {
+        let mut view = self.view.lock().await;
+        let Some(taken) = view.take() else {
+            return Ok(());
+        };
+        self.shared.give_back(self.lease, Some(taken)).await
     }
 }
 
@@ -460,11 +464,11 @@ impl Lease for SharedLease {
         self.sandbox.clone()
     }
 
-    async fn suspend(self: Box<Self>) -> Result<()> {
+    async fn suspend(&self) -> Result<()> {
         self.give_back().await
     }
 
-    async fn close(self: Box<Self>) -> Result<()> {
+    async fn close(&self) -> Result<()> {
         // The session's files stay in the shared sandbox: only its view and port go.
         self.give_back().await
     }
@@ -472,7 +476,7 @@ impl Lease for SharedLease {
 
 impl Drop for SharedLease {
     fn drop(&mut self) {
-        let Some(view) = self.view.take() else {
+        let Some(view) = self.view.get_mut().take() else {
             return;
         };
         // Dropped without being given back: give the port back all the same.

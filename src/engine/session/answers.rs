@@ -542,13 +542,16 @@ mod tests {
                 tool_name: "write".into(),
                 input: json!({"path": "x"}),
                 decision: None,
+                extra: Default::default(),
             }],
             tool_calls: vec![PendingToolCall {
                 tool_call_id: "c2".into(),
                 tool_name: "askUserQuestions".into(),
                 input: json!({"questions": [{"id": "question-1", "question": "Which colour?", "options": [
                     {"id": "option-1", "label": "Red"}, {"id": "option-2", "label": "Blue"}]}]}),
+                extra: Default::default(),
             }],
+            extra: Default::default(),
         }
     }
 

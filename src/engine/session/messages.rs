@@ -194,6 +194,7 @@ pub fn pending_input_of(message: &Value, paused: bool) -> PendingInput {
                     tool_name: name,
                     input,
                     decision: None,
+                    extra: Default::default(),
                 });
             }
             Some("input-available") if !provider_executed(part) => {
@@ -201,6 +202,7 @@ pub fn pending_input_of(message: &Value, paused: bool) -> PendingInput {
                     tool_call_id: call_id.to_owned(),
                     tool_name: name,
                     input,
+                    extra: Default::default(),
                 });
             }
             // An approved call of a tool the application runs waits for its output.
@@ -209,6 +211,7 @@ pub fn pending_input_of(message: &Value, paused: bool) -> PendingInput {
                     tool_call_id: call_id.to_owned(),
                     tool_name: name,
                     input,
+                    extra: Default::default(),
                 });
             }
             _ => {}

@@ -105,6 +105,9 @@ pub struct PendingApproval {
     /// The answer the `approve` policy already gave, which a person cannot overturn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<ApprovalVerdict>,
+    /// Fields a store was given beside those, kept as they were.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// A tool call waiting for the result of a tool the application runs, or a question's answers.
@@ -118,6 +121,9 @@ pub struct PendingToolCall {
     /// The call's input.
     #[serde(default)]
     pub input: Value,
+    /// Fields a store was given beside those, kept as they were.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// What a session `awaiting-input` waits for.
@@ -130,6 +136,9 @@ pub struct PendingInput {
     /// Tool calls waiting for their result.
     #[serde(default)]
     pub tool_calls: Vec<PendingToolCall>,
+    /// Fields a store was given beside those, kept as they were.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 impl PendingInput {

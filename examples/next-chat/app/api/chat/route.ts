@@ -2,7 +2,8 @@ import type { UIMessage } from 'ai';
 
 import { badRequest, errorResponse } from '@/lib/http';
 import { textOf } from '@/lib/messages';
-import { getSessions, titleOf } from '@/lib/sessions';
+import { notYours, ownerFor, owns, withOwnerCookie } from '@/lib/owner';
+import { getSessions, isDeleted, serverInfo, titleOf } from '@/lib/sessions';
 
 export const dynamic = 'force-dynamic';
 
@@ -16,6 +17,9 @@ export const dynamic = 'force-dynamic';
  * (`GET /api/chat/[id]/stream` finds it again) and only the Stop button, through
  * `POST /api/sessions/[id]/interrupt`, cuts it short. A user message's id is its `submissionId`:
  * a POST the network retried finds the turn it started rather than starting another.
+ *
+ * The session is created with the caller's owner id in its metadata (lib/owner.ts), and a session
+ * of another owner is refused (403).
  */
 export async function POST(request: Request) {
   let body: { id?: unknown; messages?: unknown };
@@ -30,16 +34,19 @@ export async function POST(request: Request) {
   }
   const message = messages.at(-1) as UIMessage;
   const sessions = getSessions();
+  const { owner, setCookie } = ownerFor(request);
   try {
-    if ((await sessions.get(id)) === undefined) {
-      await sessions.create({ id, metadata: { title: titleOf(textOf(message)) } });
-    }
+    if (isDeleted(id)) return withOwnerCookie(Response.json({ error: 'This conversation was deleted.', code: 'GONE' }, { status: 410 }), setCookie);
+    const session =
+      (await sessions.get(id)) ??
+      (await sessions.create({ id, metadata: { title: titleOf(textOf(message)), owner, agent: serverInfo().agent } }));
+    if (!owns(owner, session.metadata)) return withOwnerCookie(notYours(), setCookie);
     const turn =
       message.role === 'assistant'
         ? await sessions.continue(id, { message })
         : await sessions.send(id, { message, submissionId: message.id });
-    return turn.toUIMessageStreamResponse();
+    return withOwnerCookie(turn.toUIMessageStreamResponse(), setCookie);
   } catch (error) {
-    return errorResponse(error);
+    return withOwnerCookie(errorResponse(error), setCookie);
   }
 }

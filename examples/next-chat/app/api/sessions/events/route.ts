@@ -1,5 +1,6 @@
 import type { SessionEvent } from 'harness-sessions';
 
+import { ownerFor, owns } from '@/lib/owner';
 import { getSessions } from '@/lib/sessions';
 import type { FeedEvent, Metadata } from '@/lib/types';
 
@@ -15,13 +16,28 @@ const KEEP_ALIVE_MS = 15_000;
  */
 export async function GET(request: Request) {
   const sessions = getSessions();
+  // Only the caller's sessions (lib/owner.ts): their changes, and the deletion of those it was told of.
+  const { owner, setCookie } = ownerFor(request);
+  const told = new Set<string>();
+  const forCaller = (event: FeedEvent): FeedEvent | undefined => {
+    if (event.type === 'snapshot') {
+      const mine = event.sessions.filter((session) => owns(owner, session.metadata));
+      for (const session of mine) told.add(session.id);
+      return { type: 'snapshot', sessions: mine };
+    }
+    if (event.type === 'deleted') return told.delete(event.sessionId) ? event : undefined;
+    if (!owns(owner, event.session.metadata)) return undefined;
+    told.add(event.session.id);
+    return event;
+  };
   const encoder = new TextEncoder();
   let cleanup = () => {};
   const stream = new ReadableStream<Uint8Array>({
     async start(controller) {
       let open = true;
       const send = (event: FeedEvent) => {
-        if (open) controller.enqueue(encoder.encode(`data: ${JSON.stringify(event)}\n\n`));
+        const shown = forCaller(event);
+        if (open && shown !== undefined) controller.enqueue(encoder.encode(`data: ${JSON.stringify(shown)}\n\n`));
       };
       let waiting: SessionEvent<Metadata>[] | undefined = [];
       const unsubscribe = sessions.subscribe((event) => {
@@ -61,6 +77,7 @@ export async function GET(request: Request) {
       'cache-control': 'no-cache, no-transform',
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
+      ...(setCookie === undefined ? {} : { 'set-cookie': setCookie }),
     },
   });
 }

@@ -1,4 +1,5 @@
 import { errorResponse } from '@/lib/http';
+import { refuseOthers } from '@/lib/owner';
 import { getSessions } from '@/lib/sessions';
 
 export const dynamic = 'force-dynamic';
@@ -15,6 +16,8 @@ const TEST_COMMAND =
 export async function POST(request: Request, { params }: { params: Promise<{ id: string }> }) {
   const { id } = await params;
   try {
+    const refused = await refuseOthers(request, id);
+    if (refused !== undefined) return refused;
     const result = await getSessions().exec(id, {
       command: TEST_COMMAND,
       abortSignal: request.signal,

@@ -1,5 +1,8 @@
+import { randomUUID } from 'node:crypto';
+
 import { agentKind } from '@/lib/agent';
 import { errorResponse } from '@/lib/http';
+import { refuseOthers } from '@/lib/owner';
 import { getSessions } from '@/lib/sessions';
 
 export const dynamic = 'force-dynamic';
@@ -34,8 +37,12 @@ function question(): string {
 export async function POST(request: Request, { params }: { params: Promise<{ id: string }> }) {
   const { id } = await params;
   try {
+    const refused = await refuseOthers(request, id);
+    if (refused !== undefined) return refused;
+    // The question is the application's, not the user's words: marked hidden, the page leaves it out.
+    const message = { id: `summary-${randomUUID()}`, role: 'user' as const, parts: [{ type: 'text' as const, text: question() }], metadata: { hidden: 'summary' } };
     const turn = await getSessions().send(id, {
-      message: question(),
+      message,
       output: { schema: SUMMARY_SCHEMA, name: 'summary', description: 'A short summary of the conversation.' },
       abortSignal: request.signal,
     });
