@@ -224,3 +224,74 @@ async fn postgres_concurrent_updates_from_every_instance_all_land() {
     let heard = b.recorder.events.lock().unwrap().clone();
     assert!(heard.iter().any(|e| e == "s idle"), "{heard:?}");
 }
+
+/// A measurement, not a check: 50 sessions of one instance each run a turn at once while every
+/// core spins; prints how many leases the instance lost. Run by hand with `--ignored
+/// --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, run by hand"]
+async fn postgres_measure_leases_lost_under_load() {
+    let Some(options) = shared("many_measure") else {
+        return testing::skipping("postgres_measure_leases_lost_under_load");
+    };
+    let (a, _b) = (instance(&options, "a"), instance(&options, "b"));
+    let mut events = a.cluster.lease_events();
+    let lost = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = lost.clone();
+    tokio::spawn(async move {
+        while let Ok(event) = events.recv().await {
+            if matches!(event, crate::engine::cluster::LeaseEvent::Lost(_)) {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    });
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spinners: Vec<_> = (0..4)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = x.wrapping_mul(31).wrapping_add(1);
+                }
+                x
+            })
+        })
+        .collect();
+    let ids: Vec<String> = (0..50).map(|i| format!("m{i}")).collect();
+    let started = std::time::Instant::now();
+    futures::future::join_all(ids.iter().map(|id| idle_session(&a, id))).await;
+    let turns = futures::future::join_all(
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| a.manager.send(id, send(i as u64 + 1, "hello"))),
+    )
+    .await;
+    let mut delays = Vec::new();
+    let mut unended = 0;
+    for turn in turns.into_iter().flatten() {
+        if let Some(key) = turn.log {
+            let t = std::time::Instant::now();
+            let manager = a.manager.clone();
+            match tokio::spawn(async move { read_types(&manager, key).await }).await {
+                Ok(_) => delays.push(t.elapsed()),
+                Err(_) => unended += 1,
+            }
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for spinner in spinners {
+        spinner.join().unwrap();
+    }
+    delays.sort();
+    let at = |q: f64| delays[((delays.len() as f64 - 1.0) * q) as usize];
+    eprintln!(
+        "MEASURE lost={} unended={unended} turns={} elapsed={:?} log read p50={:?} p99={:?}",
+        lost.load(std::sync::atomic::Ordering::SeqCst),
+        delays.len(),
+        started.elapsed(),
+        at(0.5),
+        at(0.99)
+    );
+}

@@ -3,10 +3,16 @@
 //!
 //! Invariants:
 //! - a lease is a row of `leases`: taken when free (owner `''`), expired (`expires_at <= now()`),
-//!   or this instance's; a takeover raises `epoch`; renewed every third of the ttl while held;
-//! - every fenced write (a record, a turn's log) first reads its lease row `FOR SHARE` with its
-//!   owner, epoch and `expires_at > now()`, in the same transaction: a takeover (an `UPDATE` of
-//!   that row) waits for the write to commit, and once it committed no write of the old epoch can;
+//!   or this instance's; a takeover raises `epoch`; all of an instance's leases are renewed in
+//!   one statement every third of the ttl, on a connection of their own (not the pool), and a
+//!   lease is lost only when the database says so (its row no longer this instance's, or its
+//!   epoch changed), not because a renewal came late: a late renewal renews what nobody took;
+//! - every fenced write (a record, a turn's log) first reads its lease row `FOR KEY SHARE` with
+//!   its owner and epoch, in the same transaction; every statement that changes owner or epoch
+//!   (a claim, a release, a takeover) first locks the row `FOR UPDATE`, so it waits for the
+//!   writes in flight to commit, and once it committed no write of the old epoch can; a renewal
+//!   changes `expires_at` only (`FOR NO KEY UPDATE`, which `FOR KEY SHARE` does not block), so
+//!   it never waits behind fenced writes (`FOR SHARE` made it wait for each of them);
 //! - a turn's log is `turns` (one row per turn, `open` or `ended`) and `turn_events` (its chunks,
 //!   `seq` 1, 2, ... with no gap); appending and ending are one transaction each, their
 //!   `NOTIFY` sent at commit; a read is one statement (one snapshot: chunks and end agree);
@@ -68,6 +74,8 @@ struct Sql {
     claim: String,
     holder: String,
     renew: String,
+    renew_all: String,
+    lock_lease: String,
     release: String,
     owner: String,
     take_expired: String,
@@ -104,11 +112,18 @@ impl Sql {
             ),
             renew: format!(
                 "UPDATE {s}.leases SET expires_at = now() + $4::bigint * interval '1 millisecond' \
-                 WHERE session_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now()"
-            ),
-            release: format!(
-                "UPDATE {s}.leases SET owner = '', expires_at = now() \
                  WHERE session_id = $1 AND owner = $2 AND epoch = $3"
+            ),
+            renew_all: format!(
+                "UPDATE {s}.leases SET expires_at = now() + $3::bigint * interval '1 millisecond' \
+                 WHERE owner = $1 AND session_id = ANY($2) RETURNING session_id, epoch"
+            ),
+            lock_lease: format!("SELECT 1 FROM {s}.leases WHERE session_id = $1 FOR UPDATE"),
+            release: format!(
+                "WITH mine AS (SELECT session_id FROM {s}.leases \
+                     WHERE session_id = $1 AND owner = $2 AND epoch = $3 FOR UPDATE) \
+                 UPDATE {s}.leases l SET owner = '', expires_at = now() \
+                 FROM mine WHERE l.session_id = mine.session_id"
             ),
             owner: format!(
                 "SELECT owner FROM {s}.leases WHERE session_id = $1 AND expires_at > now() \
@@ -125,7 +140,7 @@ impl Sql {
             ),
             fence: format!(
                 "SELECT 1 FROM {s}.leases WHERE session_id = $1 AND owner = $2 AND epoch = $3 \
-                 AND expires_at > now() FOR SHARE"
+                 FOR KEY SHARE"
             ),
             close_open_turns: format!(
                 "UPDATE {s}.turns SET status = 'ended', ended_at = now() \
@@ -259,7 +274,7 @@ impl PostgresCluster {
         self.store.connections().await
     }
 
-    /// Runs `work` in a transaction that first checks `fence` (`FOR SHARE`): `LeaseLost` when
+    /// Runs `work` in a transaction that first checks `fence` (`FOR KEY SHARE`): `LeaseLost` when
     /// it does not hold, and nothing of `work` is written.
     async fn fenced<T>(
         &self,
@@ -464,6 +479,7 @@ async fn renew(cluster: Weak<PostgresCluster>) {
         Some(this) => this.ttl / 3,
         None => return,
     };
+    let mut connection: Option<tokio_postgres::Client> = None;
     loop {
         tokio::time::sleep(every).await;
         let Some(this) = cluster.upgrade() else {
@@ -475,11 +491,51 @@ async fn renew(cluster: Weak<PostgresCluster>) {
         if this.paused.load(Ordering::SeqCst) {
             continue;
         }
-        for fence in this.held() {
-            // A renewal that fails because the server is away is tried again next time; the
-            // lease may expire meanwhile, and the next renewal then finds it lost.
-            let _ = this.renew(&fence).await;
+        // A renewal that fails (the server away, the connection lost) is tried again next
+        // time on a new connection; a late renewal still renews what nobody took meanwhile.
+        if connection.is_none() {
+            connection = this.renewal_connection().await;
         }
+        if let Some(client) = &connection {
+            if this.renew_all(client).await.is_err() {
+                connection = None;
+            }
+        }
+    }
+}
+
+impl PostgresCluster {
+    /// A connection of the renewals' own, apart from the pool (busy with fenced writes under
+    /// load); `None` when none can be opened now.
+    async fn renewal_connection(&self) -> Option<tokio_postgres::Client> {
+        let (config, connector) = super::tls::connector(&self.store.options().url, "url").ok()?;
+        let (client, connection) = config.connect(connector).await.ok()?;
+        tokio::spawn(connection);
+        Some(client)
+    }
+
+    /// Renews every lease held in one statement; a lease is lost only when the database says
+    /// so: its row is no longer this instance's or its epoch changed.
+    async fn renew_all(&self, client: &tokio_postgres::Client) -> Result<()> {
+        let held = self.held();
+        if held.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<&str> = held.iter().map(|f| f.session_id.as_str()).collect();
+        let rows = client
+            .query(&self.sql.renew_all, &[&self.id, &ids, &self.ttl_ms()])
+            .await
+            .map_err(|e| super::connection::failed(&self.store.options().url, "renew leases", &e))?;
+        let renewed: HashMap<String, u64> = rows
+            .iter()
+            .map(|row| (row.get(0), row.get::<_, i64>(1) as u64))
+            .collect();
+        for fence in &held {
+            if renewed.get(&fence.session_id) != Some(&fence.epoch) {
+                self.lose(fence);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -503,12 +559,19 @@ impl Cluster for PostgresCluster {
                 .connections
                 .failed(&format!("take the lease of session {session_id}"), &e)
         };
-        let client = opened.connections.get().await?;
+        let mut client = opened.connections.get().await?;
         for _ in 0..3 {
-            let claimed = client
+            // The row locked `FOR UPDATE` first: a takeover waits for the fenced writes in
+            // flight (`FOR KEY SHARE`), which a plain `UPDATE` of non-key columns would not.
+            let tx = client.transaction().await.map_err(fail)?;
+            tx.execute(&self.sql.lock_lease, &[&session_id])
+                .await
+                .map_err(fail)?;
+            let claimed = tx
                 .query_opt(&self.sql.claim, &[&session_id, &self.id, &self.ttl_ms()])
                 .await
                 .map_err(fail)?;
+            tx.commit().await.map_err(fail)?;
             if let Some(row) = claimed {
                 let epoch = row.get::<_, i64>(0) as u64;
                 locked(&self.held).insert(session_id.to_owned(), epoch);
