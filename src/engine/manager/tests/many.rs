@@ -300,7 +300,11 @@ async fn every_instance_hears_of_every_change() {
     // A change note carries no summary: b reads the session as it stands when it hears of it,
     // so an update heard after the deletion shows nothing, and states in between may be missed.
     let heard = b.recorder.events.lock().unwrap().clone();
-    assert_eq!(heard.last().map(String::as_str), Some("s deleted"), "{heard:?}");
+    assert_eq!(
+        heard.last().map(String::as_str),
+        Some("s deleted"),
+        "{heard:?}"
+    );
     assert_eq!(heard.iter().filter(|e| *e == "s deleted").count(), 1);
 }
 

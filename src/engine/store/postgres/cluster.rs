@@ -525,7 +525,9 @@ impl PostgresCluster {
         let rows = client
             .query(&self.sql.renew_all, &[&self.id, &ids, &self.ttl_ms()])
             .await
-            .map_err(|e| super::connection::failed(&self.store.options().url, "renew leases", &e))?;
+            .map_err(|e| {
+                super::connection::failed(&self.store.options().url, "renew leases", &e)
+            })?;
         let renewed: HashMap<String, u64> = rows
             .iter()
             .map(|row| (row.get(0), row.get::<_, i64>(1) as u64))
