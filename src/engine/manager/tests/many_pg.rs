@@ -295,3 +295,43 @@ async fn postgres_measure_leases_lost_under_load() {
         at(0.99)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_late_renewal_keeps_a_lease_nobody_took() {
+    let Some(options) = shared("many_late_renewal") else {
+        return testing::skipping("postgres_a_late_renewal_keeps_a_lease_nobody_took");
+    };
+    let mut b_options = options.clone();
+    b_options.instance_id = "b".into();
+    let mut options = options;
+    options.instance_id = "a".into();
+    let store = ClusteredPostgresStore::new(Arc::new(PostgresStore::new(options).unwrap()));
+    let cluster = store.postgres_cluster().clone();
+    let mut events = cluster.lease_events();
+    let crate::engine::cluster::Claim::Granted(fence) = cluster.claim("s").await.unwrap() else {
+        panic!("the lease of a new session is free");
+    };
+    // No renewal for twice the ttl: the lease expires, but nobody takes it.
+    cluster.pause(true);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(cluster.owner("s").await.unwrap(), None);
+    cluster.pause(false);
+    eventually("renewed", async || {
+        cluster.owner("s").await.unwrap().as_deref() == Some("a")
+    })
+    .await;
+    assert_eq!(cluster.held(), [fence.clone()]);
+    assert!(events.try_recv().is_err(), "no lease event");
+    // Taken over once expired: the next renewal finds it lost.
+    cluster.pause(true);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let b = ClusteredPostgresStore::new(Arc::new(PostgresStore::new(b_options).unwrap()));
+    let taken = b.postgres_cluster().take_expired(10).await.unwrap();
+    assert_eq!(taken.len(), 1);
+    cluster.pause(false);
+    eventually("lost", async || cluster.held().is_empty()).await;
+    assert!(matches!(
+        events.recv().await.unwrap(),
+        crate::engine::cluster::LeaseEvent::Lost(lost) if lost == fence
+    ));
+}
