@@ -320,7 +320,7 @@ async fn postgres_a_late_renewal_keeps_a_lease_nobody_took() {
         cluster.owner("s").await.unwrap().as_deref() == Some("a")
     })
     .await;
-    assert_eq!(cluster.held(), [fence.clone()]);
+    assert_eq!(cluster.held(), std::slice::from_ref(&fence));
     assert!(events.try_recv().is_err(), "no lease event");
     // Taken over once expired: the next renewal finds it lost.
     cluster.pause(true);

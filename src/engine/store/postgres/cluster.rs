@@ -493,11 +493,16 @@ async fn renew(cluster: Weak<PostgresCluster>) {
         }
         // A renewal that fails (the server away, the connection lost) is tried again next
         // time on a new connection; a late renewal still renews what nobody took meanwhile.
+        // Bounded by the ttl: a server that stops answering must not stall the renewals.
         if connection.is_none() {
-            connection = this.renewal_connection().await;
+            connection = tokio::time::timeout(this.ttl, this.renewal_connection())
+                .await
+                .ok()
+                .flatten();
         }
         if let Some(client) = &connection {
-            if this.renew_all(client).await.is_err() {
+            let renewed = tokio::time::timeout(this.ttl, this.renew_all(client)).await;
+            if !matches!(renewed, Ok(Ok(()))) {
                 connection = None;
             }
         }
