@@ -242,6 +242,13 @@ function fromDetails(details) {
       failure.code = 'SESSION_HOST';
       return failure;
     }
+    case 'SESSION_LEASE_LOST': {
+      const failure = new SessionError(details.message);
+      failure.code = 'SESSION_LEASE_LOST';
+      failure.statusCode = 503;
+      failure.sessionId = details.sessionId;
+      return failure;
+    }
     case 'SESSION_STORE_UNAVAILABLE':
       return new SessionStoreUnavailableError(details.message);
     case 'SESSION_SHUT_DOWN': {

@@ -23,7 +23,7 @@ use crate::engine::error::{panic_message, SessionError};
 fn details(error: &SessionError) -> Map<String, Value> {
     let mut fields = Map::new();
     match error {
-        SessionError::NotFound { session_id } => {
+        SessionError::NotFound { session_id } | SessionError::LeaseLost { session_id } => {
             fields.insert("sessionId".into(), json!(session_id));
         }
         SessionError::AlreadyExists { session_id, status }

@@ -524,9 +524,10 @@ impl NativeManager {
     pub async fn update_with(&self, id: GivenText, change: MetadataChange) -> Settled<String> {
         guard(async {
             let id = input::session_id(id, "id")?;
+            let change = &change;
             let summary = self
                 .manager
-                .update_with(&id, async |metadata| {
+                .update_with(&id, |metadata| async move {
                     let promise = change
                         .call_async(to_json(&metadata)?)
                         .await

@@ -54,6 +54,15 @@ pub enum SessionError {
     /// done. JavaScript throws the signal's reason instead.
     #[error("It was cut short by its caller before it started.")]
     CutBeforeStart,
+    /// This instance's lease on the session was lost (it paused past it, or was cut off from the
+    /// database) and another instance took the session over: it writes nothing more of it.
+    #[error(
+        "This instance no longer owns the session {session_id}: another instance took it over."
+    )]
+    LeaseLost {
+        /// The session.
+        session_id: String,
+    },
     /// `shutdown()` ran: the manager refuses everything.
     #[error("The session manager is shut down.")]
     ShutDown,
@@ -92,6 +101,7 @@ impl SessionError {
             SessionError::Capacity { .. } => "SESSION_CAPACITY",
             SessionError::Input { .. } => "SESSION_INPUT",
             SessionError::ShutDown => "SESSION_SHUT_DOWN",
+            SessionError::LeaseLost { .. } => "SESSION_LEASE_LOST",
             SessionError::CutBeforeStart => "SESSION_CUT_BEFORE_START",
             SessionError::Host { .. } => "SESSION_HOST",
             SessionError::StoreUnavailable { .. } => "SESSION_STORE_UNAVAILABLE",

@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod client;
+pub mod cluster;
 pub mod error;
 pub mod hooks;
 pub mod input;

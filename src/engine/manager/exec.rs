@@ -172,7 +172,23 @@ impl SessionManager {
             self.inner.ready().await?;
             check(&request)?;
             let entry = self.inner.entry(id);
-            let result = self.inner.exec(&entry, request, &mut cancel).await;
+            let wire = self.inner.many.as_ref().map(|_| {
+                serde_json::json!({
+                    "kind": "exec",
+                    "command": request.command,
+                    "key": request.key,
+                    "maxOutputBytes": request.max_output_bytes,
+                })
+            });
+            let route = match wire {
+                Some(wire) => self.inner.route(id, move || wire.clone()).await,
+                None => Ok(super::Route::Here),
+            };
+            let result = match route {
+                Ok(super::Route::Here) => self.inner.exec(&entry, request, &mut cancel).await,
+                Ok(super::Route::There(answer)) => super::many::answer(answer),
+                Err(error) => Err(error),
+            };
             self.inner.release(&entry);
             result
         }

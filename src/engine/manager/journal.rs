@@ -45,6 +45,8 @@ struct Pending {
 /// The writes of every session, and the ones still to write.
 pub(crate) struct Journal {
     store: Arc<dyn SessionStore>,
+    /// In many-instance mode: every write fenced by this instance's lease on its session.
+    fences: Option<Arc<super::many::Fences>>,
     hooks: Arc<dyn ManagerHooks>,
     state: Mutex<State>,
 }
@@ -64,9 +66,14 @@ struct State {
 
 impl Journal {
     /// A journal writing to `store`, reporting to `hooks`.
-    pub(crate) fn new(store: Arc<dyn SessionStore>, hooks: Arc<dyn ManagerHooks>) -> Arc<Journal> {
+    pub(crate) fn new(
+        store: Arc<dyn SessionStore>,
+        hooks: Arc<dyn ManagerHooks>,
+        fences: Option<Arc<super::many::Fences>>,
+    ) -> Arc<Journal> {
         Arc::new(Journal {
             store,
+            fences,
             hooks,
             state: Mutex::new(State::default()),
         })
@@ -88,9 +95,14 @@ impl Journal {
         let order = self.order_of(&id);
         {
             let _order = order.lock().await;
-            match self.store.save(record, resume_state).await {
+            match self.save(record, resume_state).await {
                 Ok(()) => {
                     lock(&self.state).pending.remove(&id);
+                }
+                // Fenced out: another instance owns the session now; this write is not kept.
+                Err(error @ SessionError::LeaseLost { .. }) => {
+                    lock(&self.state).pending.remove(&id);
+                    self.hooks.on_error(&error, "write", Some(&id));
                 }
                 Err(error) => {
                     self.hooks.on_error(&error, "write", Some(&id));
@@ -115,6 +127,14 @@ impl Journal {
             }
         }
         self.forget_order(&id, order);
+    }
+
+    /// Writes to the store, fenced in many-instance mode.
+    async fn save(&self, record: &SessionRecord, resume_state: Option<&Value>) -> Result<()> {
+        match &self.fences {
+            Some(fences) => fences.save(record, resume_state).await,
+            None => self.store.save(record, resume_state).await,
+        }
     }
 
     /// Forgets session `id`: its pending write dropped, then its rows deleted.
@@ -274,7 +294,6 @@ impl Journal {
                 let pending = lock(&self.state).pending.get(&id).cloned();
                 if let Some(pending) = pending {
                     let written = self
-                        .store
                         .save(&pending.record, pending.resume_state.as_ref())
                         .await;
                     let mut state = lock(&self.state);
@@ -283,6 +302,9 @@ impl Journal {
                             if state.pending.get(&id).map(|p| p.version) == Some(pending.version) {
                                 state.pending.remove(&id);
                             }
+                        }
+                        Err(SessionError::LeaseLost { .. }) => {
+                            state.pending.remove(&id);
                         }
                         Err(error) => {
                             if let Some(kept) = state.pending.get_mut(&id) {

@@ -11,6 +11,7 @@ mod command_wait;
 mod entry;
 mod exec;
 mod journal;
+mod many;
 mod slots;
 mod start;
 pub mod submissions;
@@ -22,7 +23,7 @@ pub mod turn_options;
 pub mod turn_output;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -30,6 +31,7 @@ use tokio::sync::OnceCell;
 
 use self::entry::{lock, now_ms, Entry};
 use self::journal::Journal;
+use self::many::{LoggedClients, Many, Route};
 use self::slots::Registry;
 use crate::engine::agent::Agent;
 use crate::engine::client::TurnClients;
@@ -45,6 +47,7 @@ use crate::engine::session::{
 use crate::engine::store::SessionStore;
 
 pub use self::exec::{ExecRequest, DEFAULT_MAX_OUTPUT_BYTES, MOST_OUTPUT_BYTES};
+pub use self::many::LEASE_LOST;
 pub use self::submissions::SubmissionAsk;
 pub use self::turn::{ContinueRequest, SendRequest, TurnStarted};
 pub use self::turn_options::TurnOptions;
@@ -124,7 +127,11 @@ pub struct SessionManager {
 }
 
 pub(crate) struct Inner {
+    /// This manager, for the work it hands to tasks of its own.
+    me: Weak<Inner>,
     seams: Seams,
+    /// The many-instance side, when the store offers a cluster.
+    many: Option<Arc<Many>>,
     journal: Arc<Journal>,
     options: ManagerOptions,
     registry: Mutex<Registry>,
@@ -140,11 +147,21 @@ pub(crate) struct Inner {
 impl SessionManager {
     /// A manager on `seams`. Sessions a crashed process left live are found, and marked
     /// `interrupted`, before the first command runs.
-    pub fn new(seams: Seams, options: ManagerOptions) -> SessionManager {
+    pub fn new(mut seams: Seams, options: ManagerOptions) -> SessionManager {
+        let many = seams.store.cluster().map(Many::new);
+        if let Some(many) = &many {
+            seams.clients = Arc::new(LoggedClients {
+                clients: seams.clients.clone(),
+                many: many.clone(),
+            });
+        }
+        let fences = many.as_ref().map(|many| many.fences.clone());
         SessionManager {
-            inner: Arc::new(Inner {
-                journal: Journal::new(seams.store.clone(), seams.hooks.clone()),
+            inner: Arc::new_cyclic(|me| Inner {
+                me: me.clone(),
+                journal: Journal::new(seams.store.clone(), seams.hooks.clone(), fences),
                 seams,
+                many,
                 options,
                 registry: Mutex::new(Registry::default()),
                 recovered: OnceCell::new(),
@@ -153,6 +170,44 @@ impl SessionManager {
                 clients_gone: std::sync::atomic::AtomicU64::new(0),
                 waiting: exec::Waiting::default(),
             }),
+        }
+    }
+
+    /// Whether the manager runs in many-instance mode: its store offers a cluster.
+    pub fn is_clustered(&self) -> bool {
+        self.inner.many.is_some()
+    }
+
+    /// The log of session `id`'s last turn, in many-instance mode: what
+    /// [`SessionManager::follow_turn`] streams, on any instance.
+    ///
+    /// # Errors
+    /// When the cluster could not be reached.
+    pub async fn latest_turn(&self, id: &str) -> Result<Option<crate::engine::cluster::TurnKey>> {
+        self.inner.ready().await?;
+        match &self.inner.many {
+            Some(many) => many.cluster.latest_turn(id).await,
+            None => Ok(None),
+        }
+    }
+
+    /// The chunks of turn `key` after seq `after` (JSON texts with their seq), each once, in
+    /// order, until the turn ends; any instance streams any turn. Nothing without a cluster.
+    pub fn follow_turn(
+        &self,
+        key: crate::engine::cluster::TurnKey,
+        after: u64,
+    ) -> futures::stream::BoxStream<'static, Result<(u64, String)>> {
+        use futures::StreamExt;
+        match &self.inner.many {
+            Some(many) => crate::engine::cluster::follow(
+                many.cluster.clone(),
+                key,
+                after,
+                crate::engine::cluster::follow::DEFAULT_POLL,
+            )
+            .boxed(),
+            None => futures::stream::empty().boxed(),
         }
     }
 
@@ -178,12 +233,24 @@ impl SessionManager {
         metadata: Value,
         history: Vec<StoredMessage>,
     ) -> Result<SessionSummary> {
-        self.on_session(&id, async |inner, entry| {
-            crate::engine::input::check_session_id(&id, "id")?;
-            messages::check_depth(&metadata, "metadata")?;
-            inner.create(entry, metadata, history).await
-        })
-        .await
+        crate::engine::input::check_session_id(&id, "id")?;
+        messages::check_depth(&metadata, "metadata")?;
+        let (there, held) = self
+            .route_first(
+                &id,
+                || serde_json::json!({"kind": "create", "metadata": metadata, "history": history}),
+            )
+            .await?;
+        let result = match there {
+            Some(answer) => many::answer(answer),
+            None => {
+                self.on_session(&id, async |inner, entry| {
+                    inner.create(entry, metadata, history).await
+                })
+                .await
+            }
+        };
+        self.routed(held, result)
     }
 
     /// The session with its conversation; a live one as it stands right now.
@@ -266,11 +333,18 @@ impl SessionManager {
         ask: turn::TurnAsk,
     ) -> Result<TurnStarted> {
         let mut cancel = self.inner.waiting.enter(turn_id);
-        let result = self
-            .on_session(id, async |inner, entry| {
-                inner.command_turn(entry, ask, &mut cancel).await
-            })
-            .await;
+        let result = match self.route_first(id, || ask.to_wire()).await {
+            Ok((Some(answer), held)) => self.routed(held, many::started_from_wire(answer)),
+            Ok((None, held)) => {
+                let result = self
+                    .on_session(id, async |inner, entry| {
+                        inner.command_turn(entry, ask, &mut cancel).await
+                    })
+                    .await;
+                self.routed(held, result)
+            }
+            Err(error) => Err(error),
+        };
         self.inner.waiting.leave(turn_id);
         result
     }
@@ -290,33 +364,155 @@ impl SessionManager {
         result
     }
 
+    /// Where a command any instance may be asked runs: `None` here (this instance holds, or
+    /// took, the session's lease; or there is no cluster), else the answer of the owner, which
+    /// ran it as `wire` says (`wire` is only made in many-instance mode). The entry returned is
+    /// held until [`SessionManager::routed`], so that the lease is not let go of meanwhile.
+    async fn route_first(
+        &self,
+        id: &str,
+        wire: impl FnOnce() -> Value,
+    ) -> Result<(Option<Value>, Option<Arc<Entry>>)> {
+        if self.inner.many.is_none() {
+            return Ok((None, None));
+        }
+        self.inner.ready().await?;
+        let entry = self.inner.entry(id);
+        let wire = wire();
+        match self.inner.route(id, move || wire.clone()).await {
+            Ok(Route::Here) => Ok((None, Some(entry))),
+            Ok(Route::There(answer)) => Ok((Some(answer), Some(entry))),
+            Err(error) => {
+                self.inner.release(&entry);
+                Err(error)
+            }
+        }
+    }
+
+    /// Lets go of the entry [`SessionManager::route_first`] held; gives `result` back.
+    fn routed<T>(&self, entry: Option<Arc<Entry>>, result: Result<T>) -> Result<T> {
+        if let Some(entry) = entry {
+            self.inner.release(&entry);
+        }
+        result
+    }
+
     /// Replaces the metadata of a session, whatever its status.
     ///
     /// # Errors
     /// [`SessionError::NotFound`], [`SessionError::Input`].
     pub async fn update(&self, id: &str, metadata: Value) -> Result<SessionSummary> {
-        self.on_session(id, async |inner, entry| {
-            messages::check_depth(&metadata, "metadata")?;
-            inner.update(entry, async |_| Ok(metadata)).await
-        })
-        .await
+        messages::check_depth(&metadata, "metadata")?;
+        let (there, held) = self
+            .route_first(
+                id,
+                || serde_json::json!({"kind": "update", "metadata": metadata}),
+            )
+            .await?;
+        let result = match there {
+            Some(answer) => many::answer(answer),
+            None => {
+                self.on_session(id, async |inner, entry| {
+                    inner.update(entry, async |_| Ok(metadata)).await
+                })
+                .await
+            }
+        };
+        self.routed(held, result)
     }
 
     /// Changes the metadata of a session, whatever its status, with `change`: given the metadata
     /// as they stand, it answers the new ones. It runs under the session's command lock, so no
     /// other command (another update, plain or not, included) comes between the read and the
-    /// write; updates of other sessions are not held up.
+    /// write; updates of other sessions are not held up. In many-instance mode, on an instance
+    /// that does not own the session, `change` is given the metadata as the store has them and
+    /// its answer is written by the owner only if they are still those: else `change` is called
+    /// again with the fresh ones (an optimistic transaction).
     ///
     /// # Errors
     /// [`SessionError::NotFound`], [`SessionError::Input`] for new metadata that are not JSON
     /// enough, and what `change` fails with (then nothing changes).
-    pub async fn update_with(
+    pub async fn update_with<F>(
         &self,
         id: &str,
-        change: impl AsyncFnOnce(Value) -> Result<Value>,
-    ) -> Result<SessionSummary> {
-        self.on_session(id, async |inner, entry| inner.update(entry, change).await)
-            .await
+        mut change: impl FnMut(Value) -> F + Send,
+    ) -> Result<SessionSummary>
+    where
+        F: std::future::Future<Output = Result<Value>> + Send,
+    {
+        let Some(many) = self.inner.many.clone() else {
+            return self
+                .on_session(id, async |inner, entry| {
+                    inner.update(entry, async |m| change(m).await).await
+                })
+                .await;
+        };
+        // The metadata the owner had instead of those `change` was given.
+        let mut known: Option<Value> = None;
+        loop {
+            self.inner.ready().await?;
+            let entry = self.inner.entry(id);
+            let outcome: Option<Result<SessionSummary>> = 'attempt: {
+                let owner = match many.hold(id).await {
+                    Ok(owner) => owner,
+                    Err(error) => break 'attempt Some(Err(error)),
+                };
+                if owner.is_none() {
+                    let _command = entry.commands.lock().await;
+                    let current = match self.inner.current_metadata(&entry).await {
+                        Ok(current) => current,
+                        Err(error) => break 'attempt Some(Err(error)),
+                    };
+                    break 'attempt Some(match change(current).await {
+                        Ok(metadata) => self.inner.write_metadata(&entry, metadata).await,
+                        Err(error) => Err(error),
+                    });
+                }
+                let current = match known.take() {
+                    Some(current) => current,
+                    None => match self.inner.journal.get(id).await {
+                        Ok(Some(record)) => record.summary.metadata,
+                        Ok(None) => {
+                            break 'attempt Some(Err(SessionError::NotFound {
+                                session_id: id.to_owned(),
+                            }))
+                        }
+                        Err(error) => break 'attempt Some(Err(error)),
+                    },
+                };
+                let metadata = match change(current.clone()).await {
+                    Ok(metadata) => metadata,
+                    Err(error) => break 'attempt Some(Err(error)),
+                };
+                if let Err(error) = messages::check_depth(&metadata, "metadata") {
+                    break 'attempt Some(Err(error));
+                }
+                let wire = serde_json::json!({
+                    "kind": "update_if", "expected": current, "metadata": metadata,
+                });
+                match many.cluster.forward(id, wire, many::FORWARD_WAIT).await {
+                    Ok(Some(mut answer)) => match answer.get_mut("stale") {
+                        Some(fresh) => {
+                            known = Some(fresh.take());
+                            None
+                        }
+                        None => Some(many::answer(
+                            answer
+                                .get_mut("summary")
+                                .map(Value::take)
+                                .unwrap_or_default(),
+                        )),
+                    },
+                    // The owner died meanwhile: try again, taking the lease.
+                    Ok(None) => None,
+                    Err(error) => Some(Err(error)),
+                }
+            };
+            self.inner.release(&entry);
+            if let Some(result) = outcome {
+                return result;
+            }
+        }
     }
 
     /// Cuts the turn under way short, and returns once the session is written.
@@ -324,10 +520,19 @@ impl SessionManager {
     /// # Errors
     /// [`SessionError::NotFound`].
     pub async fn interrupt(&self, id: &str) -> Result<()> {
-        self.on_session(id, async |inner, entry| {
-            inner.cut_turn(entry, TURN_INTERRUPTED).await
-        })
-        .await
+        let (there, held) = self
+            .route_first(id, || serde_json::json!({"kind": "interrupt"}))
+            .await?;
+        let result = match there {
+            Some(_answer) => Ok(()),
+            None => {
+                self.on_session(id, async |inner, entry| {
+                    inner.cut_turn(entry, TURN_INTERRUPTED).await
+                })
+                .await
+            }
+        };
+        self.routed(held, result)
     }
 
     /// Suspends a session idle or awaiting input.
@@ -335,8 +540,17 @@ impl SessionManager {
     /// # Errors
     /// [`SessionError::NotFound`], [`SessionError::Conflict`] in another status.
     pub async fn suspend(&self, id: &str) -> Result<SessionSummary> {
-        self.on_session(id, async |inner, entry| inner.suspend_command(entry).await)
-            .await
+        let (there, held) = self
+            .route_first(id, || serde_json::json!({"kind": "suspend"}))
+            .await?;
+        let result = match there {
+            Some(answer) => many::answer(answer),
+            None => {
+                self.on_session(id, async |inner, entry| inner.suspend_command(entry).await)
+                    .await
+            }
+        };
+        self.routed(held, result)
     }
 
     /// Ends a session for good.
@@ -344,8 +558,17 @@ impl SessionManager {
     /// # Errors
     /// [`SessionError::NotFound`], [`SessionError::Conflict`] once closed or interrupted.
     pub async fn close(&self, id: &str) -> Result<SessionSummary> {
-        self.on_session(id, async |inner, entry| inner.close_command(entry).await)
-            .await
+        let (there, held) = self
+            .route_first(id, || serde_json::json!({"kind": "close"}))
+            .await?;
+        let result = match there {
+            Some(answer) => many::answer(answer),
+            None => {
+                self.on_session(id, async |inner, entry| inner.close_command(entry).await)
+                    .await
+            }
+        };
+        self.routed(held, result)
     }
 
     /// Closes a session if it can be, then forgets it.
@@ -353,8 +576,17 @@ impl SessionManager {
     /// # Errors
     /// [`SessionError::NotFound`].
     pub async fn delete(&self, id: &str) -> Result<()> {
-        self.on_session(id, async |inner, entry| inner.delete(entry).await)
-            .await
+        let (there, held) = self
+            .route_first(id, || serde_json::json!({"kind": "delete"}))
+            .await?;
+        let result = match there {
+            Some(_answer) => Ok(()),
+            None => {
+                self.on_session(id, async |inner, entry| inner.delete(entry).await)
+                    .await
+            }
+        };
+        self.routed(held, result)
     }
 
     /// Suspends every live session, cutting turns short, then shuts the sandboxes down; the
@@ -425,7 +657,9 @@ impl Inner {
                         return Err(error);
                     }
                 }
-                self.recover().await
+                self.recover().await?;
+                self.start_many();
+                Ok(())
             })
             .await?;
         Ok(())
@@ -445,6 +679,20 @@ impl Inner {
             } else if summary.status.is_live() {
                 live.push(summary.id);
             }
+        }
+        if let Some(many) = &self.many {
+            // Live sessions are other instances' while their leases hold; one whose lease lapsed
+            // (or that has none: a process before the cluster) is recovered here.
+            for id in live {
+                if let Ok(None) = many.cluster.owner(&id).await {
+                    if let Ok(crate::engine::cluster::Claim::Granted(fence)) =
+                        many.cluster.claim(&id).await
+                    {
+                        self.recover_taken(fence).await;
+                    }
+                }
+            }
+            return Ok(());
         }
         stream::iter(live)
             .map(|id| self.interrupt_left_live(id))
@@ -529,6 +777,14 @@ impl Inner {
             .is_some_and(|e| Arc::ptr_eq(e, entry));
         if same && !held_by_others {
             registry.entries.remove(&entry.id);
+            drop(registry);
+            // Nothing of it here any more: its lease is let go of.
+            if self.many.is_some() {
+                if let Some(inner) = self.me.upgrade() {
+                    let id = entry.id.clone();
+                    tokio::spawn(async move { inner.let_go_lease(&id).await });
+                }
+            }
         }
     }
 
@@ -562,6 +818,7 @@ impl Inner {
         self.seams
             .hooks
             .on_event(SessionEvent::Updated(summary.clone()));
+        self.tell_change(&entry.id, false).await;
         Ok(summary)
     }
 
@@ -630,9 +887,23 @@ impl Inner {
         change: impl AsyncFnOnce(Value) -> Result<Value>,
     ) -> Result<SessionSummary> {
         let _command = entry.commands.lock().await;
-        self.load(entry).await?;
-        let current = entry.state().record_ref()?.summary.metadata.clone();
+        let current = self.current_metadata(entry).await?;
         let metadata = change(current).await?;
+        self.write_metadata(entry, metadata).await
+    }
+
+    /// The metadata of `entry` as they stand; the caller holds its command lock.
+    async fn current_metadata(&self, entry: &Entry) -> Result<Value> {
+        self.load(entry).await?;
+        Ok(entry.state().record_ref()?.summary.metadata.clone())
+    }
+
+    /// Writes `metadata` as the session's; the caller holds its command lock.
+    async fn write_metadata(
+        self: &Arc<Self>,
+        entry: &Entry,
+        metadata: Value,
+    ) -> Result<SessionSummary> {
         messages::check_depth(&metadata, "metadata")?;
         {
             let mut state = entry.state();

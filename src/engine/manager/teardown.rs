@@ -244,6 +244,7 @@ impl Inner {
         self.seams
             .hooks
             .on_event(SessionEvent::Deleted(entry.id.clone()));
+        self.tell_change(&entry.id, true).await;
         entry.notify();
         Ok(())
     }
@@ -267,6 +268,12 @@ impl Inner {
             .await
             .unwrap_or_else(|| Err(self.no_answer_within("The sandboxes' shutdown()", bound)));
         self.journal.flush(self.options.wind_down).await;
+        if let Some(many) = &self.many {
+            // Every lease let go of: the next call for each session, anywhere, takes it.
+            if let Err(error) = many.cluster.leave().await {
+                self.seams.hooks.on_error(&error, "release", None);
+            }
+        }
         if let Err(error) = self.seams.store.release().await {
             self.seams.hooks.on_error(&error, "write", None);
         }

@@ -595,3 +595,6 @@ async fn an_imported_conversation_is_kept_and_told_with_the_first_turn_only() {
         &w.store.get("i").await.unwrap().unwrap().summary.extra
     ));
 }
+
+mod many;
+mod many_pg;

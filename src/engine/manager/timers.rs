@@ -78,7 +78,13 @@ impl Inner {
 
     async fn on_suspended_too_long(self: &Arc<Self>, id: &str, suspended_at: f64) {
         let entry = self.entry(id);
-        {
+        // In many-instance mode, only with the session's lease: its owner, if live, has its own
+        // timer.
+        let held = match &self.many {
+            Some(many) => matches!(many.hold(id).await, Ok(None)),
+            None => true,
+        };
+        if held {
             let _command = entry.commands.lock().await;
             if self.load(&entry).await.is_ok() {
                 let still = entry.state().record.as_ref().is_some_and(|r| {

@@ -72,6 +72,9 @@ pub struct TurnStarted {
     pub session: SessionSummary,
     /// Whether the request's `submissionId` had started this turn before: no turn started now.
     pub replayed: bool,
+    /// In many-instance mode, the turn's log: any instance streams the turn from it
+    /// ([`super::SessionManager::follow_turn`]).
+    pub log: Option<crate::engine::cluster::TurnKey>,
 }
 
 /// A command that starts a turn.
@@ -81,6 +84,30 @@ pub(super) enum TurnAsk {
 }
 
 impl TurnAsk {
+    /// The request as it is handed to the owner of its session, on another instance.
+    pub(super) fn to_wire(&self) -> Value {
+        use super::many::{options_to_wire, submission_to_wire};
+        match self {
+            TurnAsk::Send(request) => serde_json::json!({
+                "kind": "send",
+                "message": request.message,
+                "prompt": request.prompt,
+                "replyId": request.reply_id,
+                "messageId": request.message_id,
+                "options": options_to_wire(&request.options),
+                "submission": submission_to_wire(request.submission.as_ref()),
+            }),
+            TurnAsk::Continue(request) => serde_json::json!({
+                "kind": "continue",
+                "message": request.message,
+                "approvals": request.approvals,
+                "toolResults": request.tool_results,
+                "options": options_to_wire(&request.options),
+                "submission": submission_to_wire(request.submission.as_ref()),
+            }),
+        }
+    }
+
     /// The request's `submissionId`, if it has one.
     fn submission(&self) -> Option<&SubmissionAsk> {
         match self {
@@ -134,13 +161,18 @@ impl Inner {
             };
             // A submission seen before finds its turn, whatever the session does now.
             if let Some(ask) = ask.submission() {
-                let state = entry.state();
-                let record = state.record_ref()?;
-                if let Some(reply_id) = submissions::seen(record, ask)? {
+                let seen = {
+                    let state = entry.state();
+                    let record = state.record_ref()?;
+                    submissions::seen(record, ask)?
+                        .map(|reply_id| (reply_id, record.summary.clone()))
+                };
+                if let Some((reply_id, session)) = seen {
                     return Ok(TurnStarted {
                         message_id: reply_id,
-                        session: record.summary.clone(),
+                        session,
                         replayed: true,
+                        log: self.replayed_log(&entry.id).await,
                     });
                 }
             }
@@ -314,6 +346,7 @@ impl Inner {
             }
         };
         entry.notify();
+        let log = self.open_log(&entry.id, plan.turn_id).await;
         lock(&self.registry)
             .turns
             .insert(plan.turn_id, Arc::downgrade(&slot));
@@ -373,6 +406,7 @@ impl Inner {
             message_id,
             session,
             replayed: false,
+            log,
         })
     }
 
@@ -565,6 +599,15 @@ impl Inner {
     /// approval requests until the stream that carried them ends (with or without `approve`, as
     /// the reference: the client sees them then, followed by the answers `approve` gave).
     fn take_chunks(&self, entry: &Entry, chunks: Vec<UiChunk>, read: &mut Reading) {
+        if let Some(many) = &self.many {
+            // What the client got of them (the `finish` comes at the end, approval requests
+            // once their stream ends) goes to the turn's log.
+            let shown: Vec<&UiChunk> = chunks
+                .iter()
+                .filter(|chunk| !matches!(chunk.type_name(), "finish" | "tool-approval-request"))
+                .collect();
+            many.log_session_chunks(&entry.id, &shown);
+        }
         let mut state = entry.state();
         let Some(turn) = state.turn_mut() else {
             return;
@@ -852,6 +895,12 @@ impl Inner {
         };
         if idle {
             super::trim::trim_soon();
+        }
+        if !has_reader {
+            // No client to finish: the turn's log is closed here.
+            if let Some(many) = &self.many {
+                many.end_turn_log(turn_id);
+            }
         }
         if has_reader {
             if let Some(verdict) = verdict.as_ref() {

@@ -132,6 +132,13 @@ pub trait SessionStore: Send + Sync {
         let _ = id;
         false
     }
+
+    /// The cluster of instances this store is shared by, when it offers one: the manager then
+    /// runs in many-instance mode (see [`crate::engine::cluster`]). Default: none, one process
+    /// per store.
+    fn cluster(&self) -> Option<std::sync::Arc<dyn crate::engine::cluster::Cluster>> {
+        None
+    }
 }
 
 /// The sessions a store found unreadable, each given once by

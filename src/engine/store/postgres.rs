@@ -22,6 +22,7 @@
 //!   [`PostgresStore::statements`]);
 //! - the URL's password never appears in an error, a log or a `Debug` output.
 
+pub mod cluster;
 pub mod config;
 mod connection;
 // Used by the many-instance work (leases, the turn log), beside the store.
