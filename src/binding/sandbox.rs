@@ -74,6 +74,30 @@ struct DockerSandboxInit {
     network: Option<Network>,
     #[serde(default, deserialize_with = "input::present")]
     allowed_hosts: Option<Vec<Allowed>>,
+    #[serde(default, deserialize_with = "input::present")]
+    disk_bytes: Option<DiskSize>,
+}
+
+/// A disk bound: bytes, or a size such as `"10g"` ([`docker::parse_memory`]'s units).
+struct DiskSize(u64);
+
+impl<'de> Deserialize<'de> for DiskSize {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let bytes = match Value::deserialize(deserializer)? {
+            Value::Number(n) => n.as_f64().unwrap_or(f64::NAN),
+            Value::String(text) => docker::parse_memory(&text)
+                .map(|bytes| bytes as f64)
+                .unwrap_or(f64::NAN),
+            _ => f64::NAN,
+        };
+        if bytes.is_finite() && bytes >= 0.0 && bytes <= 1.2e15 {
+            Ok(DiskSize(bytes as u64))
+        } else {
+            Err(de::Error::custom(
+                "must be a number of bytes or a size such as \"10g\"",
+            ))
+        }
+    }
 }
 
 /// An entry of `allowedHosts`: `host` or `host:port` ([`AllowedHost::parse`]).
@@ -205,6 +229,7 @@ fn docker_options(init: DockerSandboxInit) -> DockerSandboxOptions {
             .into_iter()
             .map(|Allowed(entry)| entry)
             .collect(),
+        disk_bytes: init.disk_bytes.map(|DiskSize(bytes)| bytes),
     }
 }
 

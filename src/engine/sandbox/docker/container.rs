@@ -12,6 +12,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use super::client::{message_of, status_of, Endpoint};
+use super::disk::Disk;
 use super::egress::{AllowedHost, Egress};
 use super::netns::NetNamespace;
 use super::tar::{self, EntryKind};
@@ -29,6 +30,8 @@ pub(crate) struct Settings {
     pub(crate) limits: String,
     /// The only hosts it reaches ([`super::egress`]).
     pub(crate) allowed_hosts: Vec<AllowedHost>,
+    /// Its disk image, when it has a disk bound ([`super::disk`]).
+    pub(crate) disk: Option<Disk>,
 }
 
 /// A container, shared by its views.
@@ -303,9 +306,14 @@ impl Container {
         self.chore(argv).await.map(|_| ())
     }
 
-    /// Removes the container and its files; a container already gone is fine.
+    /// Removes the container and its files, its disk image too; a container already gone is
+    /// fine.
     pub(crate) async fn remove(&self) -> Result<()> {
-        Container::remove_named(&self.docker, &self.endpoint, &self.name).await
+        Container::remove_named(&self.docker, &self.endpoint, &self.name).await?;
+        if let Some(disk) = &self.settings.disk {
+            disk.remove().await;
+        }
+        Ok(())
     }
 
     /// Removes the container `name` and its files; a container already gone is fine.

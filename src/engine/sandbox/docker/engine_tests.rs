@@ -644,3 +644,141 @@ async fn a_leftover_container_is_reclaimed_by_create() {
         "a foreign container is left alone"
     );
 }
+
+/// The bytes `path` takes on its disk, its files' included.
+fn allocated(path: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return 0;
+    };
+    let mut total = meta.blocks() * 512;
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+            total += allocated(&entry.path());
+        }
+    }
+    total
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disk_bytes_bound_what_a_sandbox_writes() {
+    if !docker_ready().await {
+        return;
+    }
+    let endpoint = Endpoint::parse(test_docker_host().as_deref()).expect("an endpoint");
+    if let Some(why) = super::disk::unavailable(&endpoint) {
+        // Not root, or no loop devices: the bound is refused when asked for.
+        let provider = DockerSandbox::new(DockerSandboxOptions {
+            disk_bytes: Some(64 << 20),
+            ..docker_options()
+        })
+        .expect("valid options");
+        let refused = provider.create(Some(&unique("nodisk"))).await;
+        assert!(
+            matches!(&refused, Err(SessionError::Host { .. })),
+            "{why}: {:?}",
+            refused.map(|_| ())
+        );
+        return;
+    }
+    let provider = DockerSandbox::new(DockerSandboxOptions {
+        disk_bytes: Some(64 << 20),
+        ..docker_options()
+    })
+    .expect("valid options");
+    let id = unique("disk");
+    let session = provider.create(Some(&id)).await.expect("created");
+    let name = provider.container_name(&id);
+    let disk = super::disk::Disk::of(&name);
+    let inspected = docker()
+        .inspect_container(&name, None::<InspectContainerOptions>)
+        .await
+        .expect("inspected");
+    assert_eq!(
+        inspected
+            .config
+            .and_then(|config| config.labels)
+            .unwrap_or_default()
+            .get(super::LABEL_DISK)
+            .map(String::as_str),
+        Some(disk.image.to_string_lossy().as_ref())
+    );
+    let upper = inspected
+        .graph_driver
+        .and_then(|driver| driver.data.get("UpperDir").cloned())
+        .map(std::path::PathBuf::from)
+        .expect("an overlay2 upper layer");
+    let layer_before = allocated(&upper);
+
+    // 100 MiB into a 64 MiB bound: ENOSPC, in the working directory and in /tmp alike.
+    for target in ["big", "/tmp/big", "$HOME/big"] {
+        let written = session
+            .run(Command::new(format!(
+                "dd if=/dev/zero of={target} bs=1M count=100 2>&1; code=$?; rm -f {target}; exit $code"
+            )))
+            .await
+            .expect("dd runs");
+        assert_ne!(written.exit_code, 0, "{target}: {}", written.stdout);
+        assert!(
+            written.stdout.contains("No space left on device"),
+            "{target}: {}",
+            written.stdout
+        );
+    }
+    // The host's disk took at most the bound: the image (sparse) and nothing in the layer.
+    let image = allocated(&disk.image);
+    assert!(image <= 64 << 20, "the image takes {image} bytes");
+    let layer_after = allocated(&upper);
+    assert!(
+        layer_after < layer_before + (4 << 20),
+        "the container's layer grew from {layer_before} to {layer_after} bytes"
+    );
+
+    // Its files survive a stop and a start, and a host that lost the mount (a reboot).
+    assert_eq!(
+        output(
+            &session,
+            "echo kept > kept.txt && echo k2 > $HOME/k2 && cat kept.txt"
+        )
+        .await,
+        "kept"
+    );
+    docker()
+        .stop_container(
+            &name,
+            None::<bollard::query_parameters::StopContainerOptions>,
+        )
+        .await
+        .expect("stopped");
+    drop(session);
+    let resumed = provider
+        .find(&id)
+        .await
+        .expect("found")
+        .expect("still there");
+    assert_eq!(output(&resumed, "cat kept.txt $HOME/k2").await, "kept\nk2");
+    docker()
+        .stop_container(
+            &name,
+            None::<bollard::query_parameters::StopContainerOptions>,
+        )
+        .await
+        .expect("stopped");
+    drop(resumed);
+    let unmounted = std::process::Command::new("umount")
+        .arg(&disk.mount)
+        .status()
+        .expect("umount runs");
+    assert!(unmounted.success());
+    let resumed = provider
+        .find(&id)
+        .await
+        .expect("found")
+        .expect("still there");
+    assert_eq!(output(&resumed, "cat kept.txt").await, "kept");
+
+    // Destroy removes the image and its mount point.
+    resumed.destroy().await.expect("destroyed");
+    assert!(!disk.image.exists(), "the image is left");
+    assert!(!disk.mount.exists(), "the mount point is left");
+}

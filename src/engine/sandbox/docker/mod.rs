@@ -28,6 +28,7 @@
 
 mod client;
 mod container;
+pub mod disk;
 pub mod egress;
 #[cfg(test)]
 mod engine_tests;
@@ -69,6 +70,8 @@ const LABEL_USER: &str = "dev.harness-sessions.user";
 const LABEL_NETWORK: &str = "dev.harness-sessions.network";
 const LABEL_LIMITS: &str = "dev.harness-sessions.limits";
 const LABEL_ALLOWED_HOSTS: &str = "dev.harness-sessions.allowed-hosts";
+/// The path of the container's disk image ([`disk`]), when it has a disk bound.
+const LABEL_DISK: &str = "dev.harness-sessions.disk-image";
 
 /// What keeps a container alive: a shell that sleeps, and leaves at once when stopped.
 const KEEP_ALIVE: &str = "trap 'exit 0' TERM INT; while :; do sleep 86400 & wait $!; done";
@@ -144,6 +147,9 @@ pub struct DockerSandboxOptions {
     pub network: Option<NetworkMode>,
     /// The only hosts a container without a network reaches ([`egress`]). Default: none.
     pub allowed_hosts: Vec<AllowedHost>,
+    /// The bytes its working directory, `HOME` and `/tmp` may hold together ([`disk`]). `None`:
+    /// 10 GiB where this host can bound it, no bound otherwise; given: required.
+    pub disk_bytes: Option<u64>,
 }
 
 impl Default for DockerSandboxOptions {
@@ -163,6 +169,7 @@ impl Default for DockerSandboxOptions {
             pids_limit: 256,
             network: None,
             allowed_hosts: Vec::new(),
+            disk_bytes: None,
         }
     }
 }
@@ -305,6 +312,15 @@ impl DockerSandbox {
                 "pids: a sandbox needs room for at least 8 processes (its shell and init among them).",
             ));
         }
+        if options
+            .disk_bytes
+            .is_some_and(|bytes| !(disk::MIN_DISK_BYTES..=(1u64 << 50)).contains(&bytes))
+        {
+            return Err(SessionError::input(
+                "diskBytes",
+                "diskBytes: give a number of bytes between 16 MiB and 1 PiB.",
+            ));
+        }
         let network = options.network.unwrap_or(NetworkMode::None);
         if network == NetworkMode::Host && !options.allowed_hosts.is_empty() {
             return Err(SessionError::input(
@@ -355,7 +371,7 @@ impl DockerSandbox {
         )
     }
 
-    fn create_body(&self, session_id: &str) -> ContainerCreateBody {
+    fn create_body(&self, session_id: &str, disk: Option<&disk::Disk>) -> ContainerCreateBody {
         let options = &self.options;
         let mut env = vec![format!("HOME={}", options.home)];
         if egress::needs_proxy(&options.allowed_hosts) {
@@ -378,7 +394,7 @@ impl DockerSandbox {
                 .iter()
                 .map(|(name, value)| format!("{name}={value}")),
         );
-        let labels = HashMap::from([
+        let mut labels = HashMap::from([
             (LABEL_SESSION.to_owned(), session_id.to_owned()),
             (
                 LABEL_WORKING_DIRECTORY.to_owned(),
@@ -407,6 +423,17 @@ impl DockerSandbox {
                     .join(","),
             ),
         ]);
+        let binds = disk.map(|disk| {
+            labels.insert(
+                LABEL_DISK.to_owned(),
+                disk.image.to_string_lossy().into_owned(),
+            );
+            [&options.working_directory, &options.home, "/tmp"]
+                .iter()
+                .zip(disk::FOLDERS)
+                .map(|(inside, folder)| format!("{}:{inside}", disk.folder(folder)))
+                .collect::<Vec<_>>()
+        });
         ContainerCreateBody {
             image: Some(options.image.clone()),
             user: Some(options.user.clone()),
@@ -425,6 +452,7 @@ impl DockerSandbox {
                 nano_cpus: Some((options.cpus * 1e9) as i64),
                 pids_limit: Some(options.pids_limit),
                 network_mode: Some(self.network.as_str().into()),
+                binds,
                 ..HostConfig::default()
             }),
             ..ContainerCreateBody::default()
@@ -496,6 +524,12 @@ impl DockerSandbox {
                 "The container {name} was not made by harness-sessions (it has no {LABEL_SESSION} label): refusing to use it. Remove or rename it."
             )));
         }
+        let disk = labels
+            .get(LABEL_DISK)
+            .and_then(|image| disk::Disk::from_label(image));
+        if let Some(disk) = &disk {
+            disk.ensure_mounted().await?;
+        }
         let state = inspected.state.unwrap_or_default();
         if state.paused == Some(true) {
             docker.unpause_container(&name).await.map_err(|error| {
@@ -550,6 +584,7 @@ impl DockerSandbox {
             home,
             network,
             limits,
+            disk,
         };
         let container = Container::new(docker, self.endpoint.clone(), name, settings)?;
         Ok(Some(container.root_view(working_directory, ports).await?))
@@ -581,9 +616,24 @@ impl SandboxProvider for DockerSandbox {
         let mut pulled = false;
         let mut reclaimed = false;
         let hold = container::Hold::new(&name);
+        let disk = match (disk::unavailable(&self.endpoint), self.options.disk_bytes) {
+            (None, bytes) => Some((disk::Disk::of(&name), bytes.unwrap_or(disk::DEFAULT_DISK_BYTES))),
+            (Some(why), None) => {
+                disk::warn_unbounded(&why);
+                None
+            }
+            (Some(why), Some(_)) => {
+                return Err(SessionError::host(format!(
+                    "diskBytes cannot be enforced here: {why}. Leave diskBytes out to run without a disk bound."
+                )))
+            }
+        };
         loop {
             match docker
-                .create_container(Some(options.clone()), self.create_body(session_id))
+                .create_container(
+                    Some(options.clone()),
+                    self.create_body(session_id, disk.as_ref().map(|(disk, _)| disk)),
+                )
                 .await
             {
                 Ok(_) => break,
@@ -634,6 +684,7 @@ impl SandboxProvider for DockerSandbox {
             home: self.options.home.clone(),
             network: self.network,
             limits: self.limits_text(),
+            disk: disk.as_ref().map(|(disk, _)| disk.clone()),
         };
         let container = Container::new(
             docker.clone(),
@@ -642,6 +693,10 @@ impl SandboxProvider for DockerSandbox {
             settings,
         )?;
         let prepared = async {
+            if let Some((disk, bytes)) = &disk {
+                let id = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+                disk.make(*bytes, id(uid), id(gid)).await?;
+            }
             container
                 .make_directories(
                     &[&self.options.working_directory, &self.options.home],
