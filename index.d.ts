@@ -411,6 +411,15 @@ export interface DockerSandboxOptions {
   /** Processes at once, 8 or more. Default: 256. */
   pids?: number;
   /**
+   * The bytes the sandbox's working directory, `HOME` and `/tmp` may hold together: bytes, or
+   * `'64m'`, `'10g'`. Writes past it fail inside the sandbox with `ENOSPC`; the host's disk is
+   * left alone. It is a sparse ext4 image per container, loop-mounted by this server: that needs
+   * root, loop devices and the engine on this host. Default: `'10g'` where the host allows it, no
+   * bound otherwise (said once on standard error); given, it is required (`createSession` fails
+   * with a `SessionError` where it cannot be enforced).
+   */
+  diskBytes?: number | string;
+  /**
    * Default: `'none'` (ports or not). `'host'` puts the container on the host's network: it then
    * reaches every service of the host's loopback (other sessions' ports, local databases, this
    * server's routes). A risk; only for trusted code.

@@ -261,3 +261,27 @@ dockerTest('sharedSandbox(): a daemon left by a closed session is gone before it
     await (await provider()).destroy();
   }
 });
+
+dockerTest('diskBytes: writes past the bound fail with ENOSPC; files survive a stop; destroy removes the image', async () => {
+  const { existsSync } = await import('node:fs');
+  assert.throws(
+    () => dockerSandbox({ ...options, diskBytes: 'lots' }),
+    (error) => SessionInputError.isInstance(error) && error.path === 'diskBytes',
+  );
+  const id = fresh('disk');
+  const image = `${process.env.HARNESS_SESSIONS_DISK_DIR || '/var/lib/harness-sessions/disks'}/hs-jstest-${id}.img`;
+  const session = await dockerSandbox({ ...options, diskBytes: '64m' }).createSession({ sessionId: id });
+  try {
+    assert.ok(existsSync(image), `no image at ${image}`);
+    const written = await session.run({ command: 'dd if=/dev/zero of=/tmp/big bs=1M count=100 2>&1; code=$?; rm -f /tmp/big; exit $code' });
+    assert.notEqual(written.exitCode, 0);
+    assert.match(written.stdout, /No space left on device/);
+    await session.writeTextFile({ path: 'kept', content: 'yes' });
+    await session.stop();
+    const again = await dockerSandbox({ ...options, diskBytes: '64m' }).resumeSession({ sessionId: id });
+    assert.equal(await again.readTextFile({ path: 'kept' }), 'yes');
+  } finally {
+    await session.destroy();
+  }
+  assert.ok(!existsSync(image), 'the image is left after destroy');
+});
