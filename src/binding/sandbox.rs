@@ -90,7 +90,7 @@ impl<'de> Deserialize<'de> for DiskSize {
                 .unwrap_or(f64::NAN),
             _ => f64::NAN,
         };
-        if bytes.is_finite() && bytes >= 0.0 && bytes <= 1.2e15 {
+        if (0.0..=1.2e15).contains(&bytes) {
             Ok(DiskSize(bytes as u64))
         } else {
             Err(de::Error::custom(

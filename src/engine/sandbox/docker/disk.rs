@@ -251,11 +251,9 @@ impl Disk {
     }
 
     fn remove_now(&self) {
-        if self.is_mounted() {
-            if run("umount", &[self.mount.as_os_str()]).is_err() {
-                // Still busy (a container being removed): detached now, freed when unused.
-                let _ = run("umount", &["-l".as_ref(), self.mount.as_os_str()]);
-            }
+        // Still busy (a container being removed): detached now, freed when unused.
+        if self.is_mounted() && run("umount", &[self.mount.as_os_str()]).is_err() {
+            let _ = run("umount", &["-l".as_ref(), self.mount.as_os_str()]);
         }
         let _ = std::fs::remove_dir(&self.mount);
         let _ = std::fs::remove_file(&self.image);
