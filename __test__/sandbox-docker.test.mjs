@@ -263,16 +263,17 @@ dockerTest('sharedSandbox(): a daemon left by a closed session is gone before it
 });
 
 dockerTest('diskBytes: writes past the bound fail with ENOSPC; files survive a stop; destroy removes the image', async () => {
-  const { existsSync } = await import('node:fs');
+  const { readdirSync } = await import('node:fs');
+  const directory = process.env.HARNESS_SESSIONS_DISK_DIR || '/var/lib/harness-sessions/disks';
+  const images = () => readdirSync(directory).filter((file) => file.startsWith(`hs-jstest-${id}-`) && file.endsWith('.img'));
   assert.throws(
     () => dockerSandbox({ ...options, diskBytes: 'lots' }),
     (error) => SessionInputError.isInstance(error) && error.path === 'diskBytes',
   );
   const id = fresh('disk');
-  const image = `${process.env.HARNESS_SESSIONS_DISK_DIR || '/var/lib/harness-sessions/disks'}/hs-jstest-${id}.img`;
   const session = await dockerSandbox({ ...options, diskBytes: '64m' }).createSession({ sessionId: id });
   try {
-    assert.ok(existsSync(image), `no image at ${image}`);
+    assert.equal(images().length, 1, `no image of ${id} in ${directory}`);
     const written = await session.run({ command: 'dd if=/dev/zero of=/tmp/big bs=1M count=100 2>&1; code=$?; rm -f /tmp/big; exit $code' });
     assert.notEqual(written.exitCode, 0);
     assert.match(written.stdout, /No space left on device/);
@@ -283,5 +284,5 @@ dockerTest('diskBytes: writes past the bound fail with ENOSPC; files survive a s
   } finally {
     await session.destroy();
   }
-  assert.ok(!existsSync(image), 'the image is left after destroy');
+  assert.deepEqual(images(), [], 'the image is left after destroy');
 });

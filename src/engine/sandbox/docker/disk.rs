@@ -91,12 +91,14 @@ pub(crate) struct Disk {
 }
 
 impl Disk {
-    /// The image of the container `name`.
-    pub(crate) fn of(name: &str) -> Disk {
+    /// A new image for the container `name`, of a name no other create takes (so that a
+    /// container in use never loses its image to a create of the same name).
+    pub(crate) fn new_for(name: &str) -> Disk {
         let dir = directory();
+        let stem = format!("{name}-{:016x}", crate::engine::sandbox::view::random_u64());
         Disk {
-            image: dir.join(format!("{name}.img")),
-            mount: dir.join(name),
+            image: dir.join(format!("{stem}.img")),
+            mount: dir.join(stem),
         }
     }
 
@@ -121,8 +123,7 @@ impl Disk {
     }
 
     /// Makes a new image of `bytes`, mounts it, and makes its folders owned by `uid:gid`
-    /// (`tmp` open to all, sticky). An image left by an earlier container of that name is
-    /// replaced.
+    /// (`tmp` open to all, sticky).
     ///
     /// # Errors
     ///

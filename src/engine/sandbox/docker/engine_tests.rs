@@ -689,20 +689,18 @@ async fn disk_bytes_bound_what_a_sandbox_writes() {
     let id = unique("disk");
     let session = provider.create(Some(&id)).await.expect("created");
     let name = provider.container_name(&id);
-    let disk = super::disk::Disk::of(&name);
     let inspected = docker()
         .inspect_container(&name, None::<InspectContainerOptions>)
         .await
         .expect("inspected");
-    assert_eq!(
-        inspected
-            .config
-            .and_then(|config| config.labels)
-            .unwrap_or_default()
-            .get(super::LABEL_DISK)
-            .map(String::as_str),
-        Some(disk.image.to_string_lossy().as_ref())
-    );
+    let disk = inspected
+        .config
+        .as_ref()
+        .and_then(|config| config.labels.as_ref())
+        .and_then(|labels| labels.get(super::LABEL_DISK))
+        .and_then(|image| super::disk::Disk::from_label(image))
+        .expect("a label naming the disk image");
+    assert!(disk.image.is_file(), "no image at {}", disk.image.display());
     let upper = inspected
         .graph_driver
         .and_then(|driver| driver.data.get("UpperDir").cloned())

@@ -42,7 +42,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::models::{
+    ContainerCreateBody, HostConfig, Mount, MountType, MountVolumeOptions,
+    MountVolumeOptionsDriverConfig,
+};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, CreateImageOptionsBuilder, InspectContainerOptions,
     StartContainerOptions,
@@ -423,7 +426,11 @@ impl DockerSandbox {
                     .join(","),
             ),
         ]);
-        let binds = disk.map(|disk| {
+        // Anonymous volumes of the local driver, each a bind of a folder of the disk image: the
+        // engine copies the image's own files there at the first start (as for any empty
+        // volume; a plain bind would hide them, such as a harness baked into /tmp), and removes
+        // the volume with the container (the folder stays, to the disk's removal).
+        let mounts = disk.map(|disk| {
             labels.insert(
                 LABEL_DISK.to_owned(),
                 disk.image.to_string_lossy().into_owned(),
@@ -431,7 +438,22 @@ impl DockerSandbox {
             [&options.working_directory, &options.home, "/tmp"]
                 .iter()
                 .zip(disk::FOLDERS)
-                .map(|(inside, folder)| format!("{}:{inside}", disk.folder(folder)))
+                .map(|(inside, folder)| Mount {
+                    target: Some((*inside).to_owned()),
+                    typ: Some(MountType::VOLUME),
+                    volume_options: Some(MountVolumeOptions {
+                        driver_config: Some(MountVolumeOptionsDriverConfig {
+                            name: Some("local".into()),
+                            options: Some(HashMap::from([
+                                ("type".to_owned(), "none".to_owned()),
+                                ("o".to_owned(), "bind".to_owned()),
+                                ("device".to_owned(), disk.folder(folder)),
+                            ])),
+                        }),
+                        ..MountVolumeOptions::default()
+                    }),
+                    ..Mount::default()
+                })
                 .collect::<Vec<_>>()
         });
         ContainerCreateBody {
@@ -452,7 +474,7 @@ impl DockerSandbox {
                 nano_cpus: Some((options.cpus * 1e9) as i64),
                 pids_limit: Some(options.pids_limit),
                 network_mode: Some(self.network.as_str().into()),
-                binds,
+                mounts,
                 ..HostConfig::default()
             }),
             ..ContainerCreateBody::default()
@@ -495,6 +517,85 @@ impl DockerSandbox {
                 .endpoint
                 .failure(&format!("inspect the container {name}"), error)),
         }
+    }
+
+    /// Creates the container `name` (pulling its image, or reclaiming a leftover of the same
+    /// session, when allowed).
+    async fn create_container(
+        &self,
+        docker: &Docker,
+        options: &bollard::query_parameters::CreateContainerOptions,
+        session_id: &str,
+        name: &str,
+        hold: &container::Hold,
+        disk: Option<&(disk::Disk, u64)>,
+    ) -> Result<()> {
+        let mut pulled = false;
+        let mut reclaimed = false;
+        loop {
+            match docker
+                .create_container(
+                    Some(options.clone()),
+                    self.create_body(session_id, disk.map(|(disk, _)| disk)),
+                )
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(error)
+                    if status_of(&error) == Some(404) && message_of(&error).contains("image") =>
+                {
+                    if self.options.pull && !pulled {
+                        self.pull(docker).await?;
+                        pulled = true;
+                        continue;
+                    }
+                    return Err(SessionError::host(format!(
+                        "The image {} is not on the Docker Engine at {}: build or import it there first \
+                         (scripts/docker/build-test-image.sh makes the test image), or set `pull: true` to pull it.",
+                        self.options.image,
+                        self.endpoint.display()
+                    )));
+                }
+                Err(error) if status_of(&error) == Some(409) => {
+                    // A container of this session that no sandbox of this process holds is what a
+                    // crashed process left: reclaimed (removed), then made again. One this process
+                    // holds, or one not made for this session, is refused.
+                    if !reclaimed
+                        && !hold.held_elsewhere()
+                        && self.is_leftover_of(docker, name, session_id).await?
+                    {
+                        reclaimed = true;
+                        let leftover = self.disk_of(docker, name).await;
+                        Container::remove_named(docker, &self.endpoint, name).await?;
+                        if let Some(leftover) = leftover {
+                            leftover.remove().await;
+                        }
+                        continue;
+                    }
+                    return Err(SessionError::host(format!(
+                        "A sandbox container {name} already exists for session {session_id}: resume it, or destroy it first."
+                    )));
+                }
+                Err(error) => {
+                    return Err(self.endpoint.failure(
+                        &format!("create the container {name} from {}", self.options.image),
+                        error,
+                    ))
+                }
+            }
+        }
+    }
+
+    /// The disk image the container `name` names in its label, if any.
+    async fn disk_of(&self, docker: &Docker, name: &str) -> Option<disk::Disk> {
+        docker
+            .inspect_container(name, None::<InspectContainerOptions>)
+            .await
+            .ok()?
+            .config?
+            .labels?
+            .get(LABEL_DISK)
+            .and_then(|image| disk::Disk::from_label(image))
     }
 
     async fn attach(
@@ -613,11 +714,9 @@ impl SandboxProvider for DockerSandbox {
         let docker = self.docker()?;
         let name = self.container_name(session_id);
         let options = CreateContainerOptionsBuilder::default().name(&name).build();
-        let mut pulled = false;
-        let mut reclaimed = false;
         let hold = container::Hold::new(&name);
         let disk = match (disk::unavailable(&self.endpoint), self.options.disk_bytes) {
-            (None, bytes) => Some((disk::Disk::of(&name), bytes.unwrap_or(disk::DEFAULT_DISK_BYTES))),
+            (None, bytes) => Some((disk::Disk::new_for(&name), bytes.unwrap_or(disk::DEFAULT_DISK_BYTES))),
             (Some(why), None) => {
                 disk::warn_unbounded(&why);
                 None
@@ -628,55 +727,21 @@ impl SandboxProvider for DockerSandbox {
                 )))
             }
         };
-        loop {
-            match docker
-                .create_container(
-                    Some(options.clone()),
-                    self.create_body(session_id, disk.as_ref().map(|(disk, _)| disk)),
-                )
-                .await
-            {
-                Ok(_) => break,
-                Err(error)
-                    if status_of(&error) == Some(404) && message_of(&error).contains("image") =>
-                {
-                    if self.options.pull && !pulled {
-                        self.pull(&docker).await?;
-                        pulled = true;
-                        continue;
-                    }
-                    return Err(SessionError::host(format!(
-                        "The image {} is not on the Docker Engine at {}: build or import it there first \
-                         (scripts/docker/build-test-image.sh makes the test image), or set `pull: true` to pull it.",
-                        self.options.image,
-                        self.endpoint.display()
-                    )));
-                }
-                Err(error) if status_of(&error) == Some(409) => {
-                    // A container of this session that no sandbox of this process holds is what a
-                    // crashed process left: reclaimed (removed), then made again. One this process
-                    // holds, or one not made for this session, is refused.
-                    if !reclaimed
-                        && !hold.held_elsewhere()
-                        && self.is_leftover_of(&docker, &name, session_id).await?
-                    {
-                        reclaimed = true;
-                        Container::remove_named(&docker, &self.endpoint, &name).await?;
-                        continue;
-                    }
-                    return Err(SessionError::host(format!(
-                        "A sandbox container {name} already exists for session {session_id}: resume it, or destroy it first."
-                    )));
-                }
-                Err(error) => {
-                    return Err(self.endpoint.failure(
-                        &format!("create the container {name} from {}", self.options.image),
-                        error,
-                    ))
-                }
-            }
-        }
         let (uid, gid) = parse_user(&self.options.user)?;
+        if let Some((disk, bytes)) = &disk {
+            // Before the create: the engine copies the image's files into its folders then.
+            let id = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+            disk.make(*bytes, id(uid), id(gid)).await?;
+        }
+        let created = self
+            .create_container(&docker, &options, session_id, &name, &hold, disk.as_ref())
+            .await;
+        if let Err(error) = created {
+            if let Some((disk, _)) = &disk {
+                disk.remove().await;
+            }
+            return Err(error);
+        }
         let settings = Settings {
             allowed_hosts: self.options.allowed_hosts.clone(),
             image: self.options.image.clone(),
@@ -693,10 +758,6 @@ impl SandboxProvider for DockerSandbox {
             settings,
         )?;
         let prepared = async {
-            if let Some((disk, bytes)) = &disk {
-                let id = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
-                disk.make(*bytes, id(uid), id(gid)).await?;
-            }
             container
                 .make_directories(
                     &[&self.options.working_directory, &self.options.home],
