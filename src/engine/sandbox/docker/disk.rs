@@ -261,6 +261,38 @@ impl Disk {
     }
 }
 
+/// How old an image with no container naming it must be to count as left over: older than any
+/// create under way (an image is made just before its container).
+const ORPHAN_AGE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Removes the images of [`directory`] that no container names (`in_use`, the images named by
+/// the engine's containers) and older than ten minutes: those of containers removed outside
+/// harness-sessions (`docker rm`), or of a process that died between the image and the container.
+pub(crate) async fn sweep_orphans(in_use: Vec<PathBuf>) {
+    let _ = blocking(move || {
+        let Ok(entries) = std::fs::read_dir(directory()) else {
+            return Ok(());
+        };
+        for entry in entries.flatten() {
+            let image = entry.path();
+            let Some(disk) = Disk::from_label(&image.to_string_lossy()) else {
+                continue;
+            };
+            let old = entry
+                .metadata()
+                .and_then(|meta| meta.modified())
+                .ok()
+                .and_then(|made| made.elapsed().ok())
+                .is_some_and(|age| age > ORPHAN_AGE);
+            if old && !in_use.contains(&image) {
+                disk.remove_now();
+            }
+        }
+        Ok(())
+    })
+    .await;
+}
+
 /// Runs `program` with `args` to its end.
 fn run(program: &str, args: &[&std::ffi::OsStr]) -> std::result::Result<(), String> {
     let path = which(program).ok_or_else(|| format!("{program} is missing"))?;

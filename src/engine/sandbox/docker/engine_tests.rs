@@ -681,6 +681,14 @@ async fn disk_bytes_bound_what_a_sandbox_writes() {
         );
         return;
     }
+    // An image no container names, older than any create under way: swept at the first create.
+    let orphan =
+        super::disk::directory().join(format!("{}-0123456789abcdef.img", unique("hs-test-orphan")));
+    std::fs::create_dir_all(super::disk::directory()).expect("the disk folder");
+    let file = std::fs::File::create(&orphan).expect("an orphan image");
+    file.set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+        .expect("backdated");
+    drop(file);
     let provider = DockerSandbox::new(DockerSandboxOptions {
         disk_bytes: Some(64 << 20),
         ..docker_options()
@@ -701,6 +709,7 @@ async fn disk_bytes_bound_what_a_sandbox_writes() {
         .and_then(|image| super::disk::Disk::from_label(image))
         .expect("a label naming the disk image");
     assert!(disk.image.is_file(), "no image at {}", disk.image.display());
+    assert!(!orphan.exists(), "the orphan image was not swept");
     let upper = inspected
         .graph_driver
         .and_then(|driver| driver.data.get("UpperDir").cloned())

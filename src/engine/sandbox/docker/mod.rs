@@ -250,6 +250,8 @@ pub struct DockerSandbox {
     network: NetworkMode,
     endpoint: Endpoint,
     client: Mutex<Option<Docker>>,
+    /// Whether this provider swept the disk images left over ([`disk::sweep_orphans`]).
+    swept: std::sync::atomic::AtomicBool,
 }
 
 impl DockerSandbox {
@@ -336,6 +338,7 @@ impl DockerSandbox {
             network,
             endpoint,
             client: Mutex::new(None),
+            swept: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -586,6 +589,22 @@ impl DockerSandbox {
         }
     }
 
+    /// Removes the disk images no container of the engine names, once they are old enough.
+    async fn sweep_disks(&self, docker: &Docker) {
+        let options = bollard::query_parameters::ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&HashMap::from([("label", vec![LABEL_DISK])]))
+            .build();
+        let Ok(containers) = docker.list_containers(Some(options)).await else {
+            return;
+        };
+        let in_use = containers
+            .into_iter()
+            .filter_map(|container| container.labels?.get(LABEL_DISK).map(Into::into))
+            .collect();
+        disk::sweep_orphans(in_use).await;
+    }
+
     /// The disk image the container `name` names in its label, if any.
     async fn disk_of(&self, docker: &Docker, name: &str) -> Option<disk::Disk> {
         docker
@@ -728,6 +747,9 @@ impl SandboxProvider for DockerSandbox {
             }
         };
         let (uid, gid) = parse_user(&self.options.user)?;
+        if disk.is_some() && !self.swept.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            self.sweep_disks(&docker).await;
+        }
         if let Some((disk, bytes)) = &disk {
             // Before the create: the engine copies the image's files into its folders then.
             let id = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
