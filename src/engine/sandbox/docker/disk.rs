@@ -102,9 +102,13 @@ impl Disk {
         }
     }
 
-    /// The image at `image` (a container's label), when it is one this module names.
+    /// The image at `image` (a container's label), when it is one this module names: a file
+    /// `*.img` of [`directory`], never any other path a label could name.
     pub(crate) fn from_label(image: &str) -> Option<Disk> {
         let image = PathBuf::from(image);
+        if image.parent() != Some(directory().as_path()) {
+            return None;
+        }
         let stem = image
             .file_name()?
             .to_str()?
@@ -326,9 +330,12 @@ mod tests {
 
     #[test]
     fn labels_name_images_of_this_module_only() {
-        let disk = Disk::from_label("/d/harness-sessions-a.img").expect("an image");
-        assert_eq!(disk.mount, PathBuf::from("/d/harness-sessions-a"));
-        assert!(Disk::from_label("/d/x.raw").is_none());
-        assert!(Disk::from_label("/d/.img").is_none());
+        let dir = directory();
+        let at = |name: &str| dir.join(name).to_string_lossy().into_owned();
+        let disk = Disk::from_label(&at("harness-sessions-a.img")).expect("an image");
+        assert_eq!(disk.mount, dir.join("harness-sessions-a"));
+        assert!(Disk::from_label(&at("x.raw")).is_none());
+        assert!(Disk::from_label(&at(".img")).is_none());
+        assert!(Disk::from_label("/etc/x.img").is_none());
     }
 }
