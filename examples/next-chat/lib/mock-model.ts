@@ -19,11 +19,21 @@ type Message = { role: string; content: string | Block[] };
 const MOCK = Symbol.for('next-chat.mock-model');
 type Holder = { [MOCK]?: Promise<AnthropicMock> };
 
+/**
+ * The port of the mock model: `DEMO_MOCK_PORT`, else 4100 with `DEMO_SANDBOX=docker` (the container
+ * has no network: the sandbox's `allowedHosts` must name this port before the mock starts), else
+ * one the system picks.
+ */
+export function mockModelPort(): number {
+  if (process.env.DEMO_MOCK_PORT) return Number(process.env.DEMO_MOCK_PORT);
+  return process.env.DEMO_SANDBOX === 'docker' ? 4100 : 0;
+}
+
 /** The mock model of this process, started on first use. */
 export function getMockModel(): Promise<AnthropicMock> {
   const holder = globalThis as Holder;
   holder[MOCK] ??= import('harness-sessions/testing').then(({ createAnthropicMock }) =>
-    createAnthropicMock({ respond: (request) => reply(request), model: 'claude-mock' }),
+    createAnthropicMock({ respond: (request) => reply(request), model: 'claude-mock', port: mockModelPort() }),
   );
   return holder[MOCK];
 }

@@ -16,6 +16,7 @@ import {
 } from 'harness-sessions';
 
 import { agentKind, CLAUDE_CODE_QUIET_ENV, getAgent } from './agent';
+import { mockModelPort } from './mock-model';
 import type { Metadata, ServerInfo } from './types';
 
 export type { Metadata };
@@ -45,10 +46,13 @@ function openSandbox(): NativeSandboxProvider {
       // Claude Code needs Node, bash and its bootstrap: scripts/docker/build-claude-code-image.sh.
       image: process.env.DEMO_DOCKER_IMAGE ?? (claudeCode ? 'harness-sessions-claude-code:latest' : 'harness-sessions-test:busybox'),
       host: process.env.DOCKER_HOST,
-      // Host networking, each live session's bridge on its own port of PORTS.
+      // No network: each live session's bridge on its own port of PORTS, reached from this host
+      // through the container's own loopback.
       ports: PORTS,
       namePrefix: process.env.DEMO_DOCKER_NAME_PREFIX ?? 'next-chat-',
-      ...(claudeCode ? { env: CLAUDE_CODE_QUIET_ENV, memory: '2g' } : {}),
+      // The only way out: Claude Code's model API (the real one with a key, else the mock model of
+      // this server, on its loopback port).
+      ...(claudeCode ? { env: CLAUDE_CODE_QUIET_ENV, memory: '2g', allowedHosts: modelHosts() } : {}),
     });
   }
   const root = path.join(dataDir(), 'sandbox');
@@ -59,6 +63,13 @@ function openSandbox(): NativeSandboxProvider {
   mkdirSync(home, { recursive: true });
   const ca: Record<string, string> = process.env.NODE_EXTRA_CA_CERTS ? { NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS } : {};
   return localSandbox({ root, env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: home, ...ca, ...CLAUDE_CODE_QUIET_ENV } });
+}
+
+/** The hosts Claude Code in a container may reach: its model API's, and nothing else. */
+function modelHosts(): string[] {
+  if (!process.env.ANTHROPIC_API_KEY) return [`127.0.0.1:${mockModelPort()}`];
+  const base = process.env.ANTHROPIC_BASE_URL;
+  return [base ? new URL(base).host : 'api.anthropic.com'];
 }
 
 interface Server {
