@@ -95,7 +95,10 @@ describe('a fresh app', () => {
       assert.equal(result.owner, 'readme-user', 'the session keeps its owner in its metadata');
       assert.deepEqual(result.otherOwner, { stream: 403, stop: 403, post: 403 }, 'another user is refused by every route');
       assert.equal(result.addon.includes(`node_modules/${PLATFORM}/`), true, `the addon came from ${result.addon}`);
-      assert.equal(result.modes.data, 0o700, 'the SQLite file\'s missing folder is created 0700');
+      // As root, the README's localSandbox (its root below this folder) makes the folders above
+      // its root searchable (o+x, not listable) for its sandboxes' own users: README, localSandbox.
+      const dataMode = process.getuid?.() === 0 ? 0o701 : 0o700;
+      assert.equal(result.modes.data, dataMode, `the SQLite file's missing folder is created 0700 (${dataMode.toString(8)} as root)`);
       assert.equal(result.modes.db, 0o600);
       assert.ok(existsSync(join(cwd, 'data', 'sandbox')), 'the relative sandbox root is the working directory\'s');
     });
