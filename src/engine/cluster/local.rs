@@ -14,6 +14,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::time::Instant;
 
+use super::held::HeldLeases;
 use super::{Change, Claim, Cluster, Fence, Forwarded, LeaseEvent, LogRead, TurnKey};
 use crate::engine::error::{Result, SessionError};
 use crate::engine::session::{SessionRecord, SessionSummary};
@@ -93,8 +94,7 @@ impl Hub {
             hub: self.clone(),
             id: id.to_owned(),
             ttl,
-            held: Mutex::new(HashMap::new()),
-            lost: broadcast::channel(256).0,
+            held: HeldLeases::default(),
             inbox: Mutex::new(Some(taken)),
             paused: AtomicBool::new(false),
             gone: AtomicBool::new(false),
@@ -119,8 +119,7 @@ pub struct LocalCluster {
     id: String,
     ttl: Duration,
     /// The leases this instance holds, by session: their epochs.
-    held: Mutex<HashMap<String, u64>>,
-    lost: broadcast::Sender<LeaseEvent>,
+    held: HeldLeases,
     inbox: Mutex<Option<mpsc::UnboundedReceiver<Forwarded>>>,
     /// Renewing nothing, as a process stopped (`SIGSTOP`).
     paused: AtomicBool,
@@ -177,12 +176,7 @@ impl LocalCluster {
 
     /// Forgets `fence` as held, and tells the manager, once.
     fn lose(&self, fence: &Fence) {
-        let mut held = locked(&self.held);
-        if held.get(&fence.session_id) == Some(&fence.epoch) {
-            held.remove(&fence.session_id);
-            drop(held);
-            let _ = self.lost.send(LeaseEvent::Lost(fence.clone()));
-        }
+        self.held.lose(fence);
     }
 
     fn lease_lost(fence: &Fence) -> SessionError {
@@ -273,11 +267,12 @@ impl Cluster for LocalCluster {
             }
         };
         drop(tables);
-        locked(&self.held).insert(session_id.to_owned(), epoch);
-        Ok(Claim::Granted(Fence {
+        let fence = Fence {
             session_id: session_id.to_owned(),
             epoch,
-        }))
+        };
+        self.held.hold(&fence);
+        Ok(Claim::Granted(fence))
     }
 
     async fn renew(&self, fence: &Fence) -> Result<bool> {
@@ -311,10 +306,7 @@ impl Cluster for LocalCluster {
             }
         }
         drop(tables);
-        let mut held = locked(&self.held);
-        if held.get(&fence.session_id) == Some(&fence.epoch) {
-            held.remove(&fence.session_id);
-        }
+        self.held.forget(fence);
         Ok(())
     }
 
@@ -357,25 +349,18 @@ impl Cluster for LocalCluster {
             }
         }
         drop(tables);
-        let mut held = locked(&self.held);
         for fence in &taken {
-            held.insert(fence.session_id.clone(), fence.epoch);
+            self.held.hold(fence);
         }
         Ok(taken)
     }
 
     fn held(&self) -> Vec<Fence> {
-        locked(&self.held)
-            .iter()
-            .map(|(id, epoch)| Fence {
-                session_id: id.clone(),
-                epoch: *epoch,
-            })
-            .collect()
+        self.held.fences()
     }
 
     fn lease_events(&self) -> broadcast::Receiver<LeaseEvent> {
-        self.lost.subscribe()
+        self.held.subscribe()
     }
 
     async fn save(

@@ -24,6 +24,7 @@
 //! what the manager's many-instance logic is tested on without a database.
 
 pub mod follow;
+pub mod held;
 pub mod local;
 pub mod wire;
 

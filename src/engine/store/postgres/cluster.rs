@@ -30,6 +30,7 @@ use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc};
 
 use super::PostgresStore;
+use crate::engine::cluster::held::HeldLeases;
 use crate::engine::cluster::wire::{error_from_wire, error_to_wire};
 use crate::engine::cluster::{
     Change, Claim, Cluster, Fence, Forwarded, LeaseEvent, LogRead, TurnKey,
@@ -199,8 +200,7 @@ pub struct PostgresCluster {
     ttl: Duration,
     sql: Sql,
     channels: Channels,
-    held: Mutex<HashMap<String, u64>>,
-    lost: broadcast::Sender<LeaseEvent>,
+    held: HeldLeases,
     turns: broadcast::Sender<TurnKey>,
     changes: broadcast::Sender<Change>,
     answers: broadcast::Sender<u64>,
@@ -229,8 +229,7 @@ impl PostgresCluster {
                 changes: channel(&bare, "changes"),
             },
             store,
-            held: Mutex::new(HashMap::new()),
-            lost: broadcast::channel(256).0,
+            held: HeldLeases::default(),
             turns: broadcast::channel(4096).0,
             changes: broadcast::channel(4096).0,
             answers: broadcast::channel(4096).0,
@@ -262,12 +261,7 @@ impl PostgresCluster {
     }
 
     fn lose(&self, fence: &Fence) {
-        let mut held = locked(&self.held);
-        if held.get(&fence.session_id) == Some(&fence.epoch) {
-            held.remove(&fence.session_id);
-            drop(held);
-            let _ = self.lost.send(LeaseEvent::Lost(fence.clone()));
-        }
+        self.held.lose(fence);
     }
 
     async fn opened(&self) -> Result<Arc<super::Opened>> {
@@ -581,11 +575,12 @@ impl Cluster for PostgresCluster {
             tx.commit().await.map_err(fail)?;
             if let Some(row) = claimed {
                 let epoch = row.get::<_, i64>(0) as u64;
-                locked(&self.held).insert(session_id.to_owned(), epoch);
-                return Ok(Claim::Granted(Fence {
+                let fence = Fence {
                     session_id: session_id.to_owned(),
                     epoch,
-                }));
+                };
+                self.held.hold(&fence);
+                return Ok(Claim::Granted(fence));
             }
             let holder = client
                 .query_opt(&self.sql.holder, &[&session_id])
@@ -624,12 +619,7 @@ impl Cluster for PostgresCluster {
     }
 
     async fn release(&self, fence: &Fence) -> Result<()> {
-        {
-            let mut held = locked(&self.held);
-            if held.get(&fence.session_id) == Some(&fence.epoch) {
-                held.remove(&fence.session_id);
-            }
-        }
+        self.held.forget(fence);
         let opened = self.opened().await?;
         let client = opened.connections.get().await?;
         client
@@ -672,25 +662,18 @@ impl Cluster for PostgresCluster {
                 epoch: row.get::<_, i64>(1) as u64,
             })
             .collect();
-        let mut held = locked(&self.held);
         for fence in &taken {
-            held.insert(fence.session_id.clone(), fence.epoch);
+            self.held.hold(fence);
         }
         Ok(taken)
     }
 
     fn held(&self) -> Vec<Fence> {
-        locked(&self.held)
-            .iter()
-            .map(|(id, epoch)| Fence {
-                session_id: id.clone(),
-                epoch: *epoch,
-            })
-            .collect()
+        self.held.fences()
     }
 
     fn lease_events(&self) -> broadcast::Receiver<LeaseEvent> {
-        self.lost.subscribe()
+        self.held.subscribe()
     }
 
     async fn save(
