@@ -69,14 +69,12 @@ impl Container {
         }))
     }
 
-    /// The container's first process as this host numbers it, and the inode of its process
-    /// namespace: what a [`crate::engine::sandbox::sweep`] of it needs.
+    /// The container's first process as this host numbers it, `None` when it is not running.
     ///
     /// # Errors
     ///
-    /// When the container cannot be inspected or is not running.
-    pub(super) async fn init_process(&self) -> Result<(u32, u64)> {
-        use std::os::unix::fs::MetadataExt;
+    /// When the container cannot be inspected.
+    async fn first_process(&self) -> Result<Option<u32>> {
         let inspected = self
             .docker
             .inspect_container(
@@ -87,17 +85,27 @@ impl Container {
             .map_err(|error| {
                 self.failure(&format!("inspect the container {}", self.name), error)
             })?;
-        let pid = inspected
+        Ok(inspected
             .state
             .and_then(|state| state.pid)
             .and_then(|pid| u32::try_from(pid).ok())
-            .filter(|pid| *pid > 0)
-            .ok_or_else(|| {
-                SessionError::host(format!(
-                    "The sandbox container {} is stopped: resume the session to start it again.",
-                    self.name
-                ))
-            })?;
+            .filter(|pid| *pid > 0))
+    }
+
+    /// The container's first process as this host numbers it, and the inode of its process
+    /// namespace: what a [`crate::engine::sandbox::sweep`] of it needs.
+    ///
+    /// # Errors
+    ///
+    /// When the container cannot be inspected or is not running.
+    pub(super) async fn init_process(&self) -> Result<(u32, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        let pid = self.first_process().await?.ok_or_else(|| {
+            SessionError::host(format!(
+                "The sandbox container {} is stopped: resume the session to start it again.",
+                self.name
+            ))
+        })?;
         let inode = std::fs::metadata(format!("/proc/{pid}/ns/pid"))
             .map(|meta| meta.ino())
             .map_err(|error| {
@@ -149,21 +157,7 @@ impl Container {
         if let Some(namespace) = namespace.as_ref() {
             return Ok(namespace.clone());
         }
-        let inspected = self
-            .docker
-            .inspect_container(
-                &self.name,
-                None::<bollard::query_parameters::InspectContainerOptions>,
-            )
-            .await
-            .map_err(|error| {
-                self.failure(&format!("inspect the container {}", self.name), error)
-            })?;
-        let pid = inspected
-            .state
-            .and_then(|state| state.pid)
-            .and_then(|pid| u32::try_from(pid).ok())
-            .unwrap_or(0);
+        let pid = self.first_process().await?.unwrap_or(0);
         let opened = NetNamespace::open(pid, &self.name)?;
         *namespace = Some(opened.clone());
         Ok(opened)
